@@ -1,0 +1,1 @@
+"""HTTP layer: routers, request parsing, microversions, error rendering."""

@@ -1,0 +1,109 @@
+"""Typed FastAPI dependencies shared by the routers.
+
+* ``VersionDep``: the negotiated microversion of the request;
+* ``DatabaseDep``: the process's ``Database`` (from ``app.state``);
+* ``JsonBody``: the parsed JSON request body (415 without ``application/json``, 400 if malformed);
+* ``require_version(v)``: a dependency that makes a route 404 below microversion ``v``;
+* ``validate(model, data)``: pydantic validation turned into Placement's 400.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+import orjson
+from fastapi import Depends, Request
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from placement_numa.api import microversion as mv
+from placement_numa.db.database import Database
+from placement_numa.errors import BadRequest, NotFound, UnsupportedMediaType
+
+__all__ = [
+    "VersionDep",
+    "DatabaseDep",
+    "JsonBody",
+    "get_version",
+    "get_database",
+    "require_version",
+    "validate",
+    "body_doc",
+]
+
+T = TypeVar("T")
+
+
+def get_version(request: Request) -> mv.Microversion:
+    """The microversion negotiated by ``PlacementMiddleware``."""
+    version: mv.Microversion = request.scope["state"].get("microversion", mv.MIN_VERSION)
+    return version
+
+
+def get_database(request: Request) -> Database:
+    """The ``Database`` created by ``create_app``."""
+    database: Database = request.app.state.database
+    return database
+
+
+async def get_json_body(request: Request) -> Any:
+    """Parse the request body as JSON.
+
+    Raises ``UnsupportedMediaType`` (415) unless the content type is ``application/json`` and
+    ``BadRequest`` (400) when the body is not valid JSON.
+    """
+    content_type = request.headers.get("content-type", "")
+    if content_type.split(";")[0].strip().lower() != "application/json":
+        raise UnsupportedMediaType(
+            f"The media type {content_type or 'None'} is not supported, use application/json"
+        )
+    raw = await request.body()
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise BadRequest(f"Malformed JSON: {exc}") from None
+
+
+VersionDep = Annotated[mv.Microversion, Depends(get_version)]
+DatabaseDep = Annotated[Database, Depends(get_database)]
+JsonBody = Annotated[Any, Depends(get_json_body)]
+
+
+def require_version(minimum: mv.Microversion) -> Callable[[Request], None]:
+    """A route dependency: 404 (as Placement) when the request's microversion is below ``minimum``."""
+
+    def _check(request: Request) -> None:
+        if get_version(request) < minimum:
+            raise NotFound("The resource could not be found.")
+
+    return _check
+
+
+def validate(schema: type[T] | TypeAdapter[T], data: Any) -> T:
+    """Validate ``data`` against a pydantic model or ``TypeAdapter``.
+
+    Raises ``BadRequest`` ("JSON does not validate: ...") naming the offending fields.
+    """
+    adapter = schema if isinstance(schema, TypeAdapter) else TypeAdapter(schema)
+    try:
+        return adapter.validate_python(data)
+    except ValidationError as exc:
+        problems = []
+        for item in exc.errors():
+            where = ".".join(str(p) for p in item["loc"])
+            problems.append(f"{where}: {item['msg']}" if where else item["msg"])
+        raise BadRequest("JSON does not validate: " + "; ".join(problems)) from None
+
+
+def body_doc(model: type[BaseModel], description: str = "") -> dict[str, Any]:
+    """``openapi_extra`` documenting a JSON request body of shape ``model`` (newest microversion)."""
+    schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+    defs = schema.pop("$defs", {})
+    return {
+        "requestBody": {
+            "required": True,
+            "description": description,
+            "content": {"application/json": {"schema": schema}},
+        },
+        "x-component-schemas": defs,
+    }

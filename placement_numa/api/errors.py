@@ -1,0 +1,83 @@
+"""Exception handlers: every error the app can produce leaves in Placement's error format.
+
+Domain errors (``placement_numa.errors``) carry their status and code. Starlette's 404/405 for
+unknown routes and methods, FastAPI's request validation errors (never a bare 422: they become
+400 ``placement.query.bad_value`` or a JSON-schema 400) and unexpected exceptions (500) are
+translated here.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from placement_numa.api import microversion as mv
+from placement_numa.api.responses import PlacementJSONResponse, error_body
+from placement_numa.errors import (
+    BadRequest,
+    MethodNotAllowed,
+    NotFound,
+    PlacementError,
+    QueryBadValue,
+)
+
+__all__ = ["install_error_handlers", "render_error"]
+
+LOG = logging.getLogger(__name__)
+
+
+def render_error(request: Request, error: PlacementError) -> PlacementJSONResponse:
+    """Render ``error`` for ``request`` (request id and microversion from the middleware)."""
+    state = request.scope.get("state", {})
+    version: mv.Microversion | None = state.get("microversion")
+    body = error_body(error, state.get("request_id"), version)
+    return PlacementJSONResponse(body, status_code=error.status, headers=error.headers or None)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Register the handlers on ``app``."""
+
+    @app.exception_handler(PlacementError)
+    async def _placement_error(request: Request, exc: PlacementError) -> PlacementJSONResponse:
+        return render_error(request, exc)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> PlacementJSONResponse:
+        error: PlacementError
+        if exc.status_code == 404:
+            error = NotFound(str(exc.detail) if exc.detail != "Not Found" else "Not found.")
+        elif exc.status_code == 405:
+            allow = (exc.headers or {}).get("Allow") or (exc.headers or {}).get("allow", "")
+            error = MethodNotAllowed(
+                f"The method specified is not allowed for this resource.",
+                headers={"allow": allow} if allow else None,
+            )
+        else:
+            error = PlacementError(str(exc.detail))
+            error.status = exc.status_code  # type: ignore[misc]
+        return render_error(request, error)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(
+        request: Request, exc: RequestValidationError
+    ) -> PlacementJSONResponse:
+        messages = []
+        for item in exc.errors():
+            where = ".".join(str(p) for p in item.get("loc", ()) if p not in ("query", "body"))
+            messages.append(f"{where}: {item.get('msg')}" if where else str(item.get("msg")))
+        detail = "; ".join(messages) or "Invalid request."
+        locations = {str(item.get("loc", ("",))[0]) for item in exc.errors()}
+        error: PlacementError
+        if locations <= {"query", "path"}:
+            error = QueryBadValue(f"Invalid query string parameters: {detail}")
+        else:
+            error = BadRequest(f"JSON does not validate: {detail}")
+        return render_error(request, error)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> PlacementJSONResponse:
+        LOG.exception("unexpected error serving %s %s", request.method, request.url.path)
+        return render_error(request, PlacementError("An unexpected error occurred."))

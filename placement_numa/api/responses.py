@@ -1,0 +1,92 @@
+"""Response helpers: orjson rendering, Placement's error body, cache headers (1.15+)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from email.utils import format_datetime
+from typing import Any
+
+import orjson
+from fastapi import Response
+from starlette.responses import JSONResponse
+
+from placement_numa.api import microversion as mv
+from placement_numa.errors import PlacementError
+
+__all__ = ["PlacementJSONResponse", "json_response", "error_body", "no_content", "http_date"]
+
+# webob's explanations, which Placement prefixes to every error detail.
+_EXPLANATIONS = {
+    400: "The server could not comply with the request since it is either malformed or otherwise"
+    " incorrect.",
+    401: "This server could not verify that you are authorized to access the document you"
+    " requested.",
+    403: "Access was denied to this resource.",
+    404: "The resource could not be found.",
+    405: "The method is not allowed for this resource.",
+    406: "The resource could not be generated that was acceptable to your browser (content of type"
+    " application/json.",
+    409: "There was a conflict when trying to complete your request.",
+    415: "The request media type is not supported by this server.",
+    500: "The server has either erred or is incapable of performing the requested operation.",
+}
+
+
+class PlacementJSONResponse(JSONResponse):
+    """JSON rendered with orjson (no pydantic on the hot path)."""
+
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content)
+
+
+def http_date(moment: datetime | None) -> str:
+    """Format ``moment`` (naive = UTC) as an RFC 7231 date for ``last-modified``."""
+    moment = moment or datetime.now(timezone.utc)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return format_datetime(moment.astimezone(timezone.utc), usegmt=True)
+
+
+def json_response(
+    body: Any,
+    version: mv.Microversion,
+    *,
+    status: int = 200,
+    last_modified: datetime | None = None,
+    cache: bool = True,
+    headers: dict[str, str] | None = None,
+) -> PlacementJSONResponse:
+    """A JSON response; from 1.15 GETs carry ``last-modified`` (``last_modified`` or now) and
+    ``cache-control: no-cache`` when ``cache`` is true."""
+    response = PlacementJSONResponse(body, status_code=status, headers=headers)
+    if cache and version >= mv.CACHE_HEADERS:
+        response.headers["last-modified"] = http_date(last_modified)
+        response.headers["cache-control"] = "no-cache"
+    return response
+
+
+def no_content(headers: dict[str, str] | None = None) -> Response:
+    """An empty 204."""
+    return Response(status_code=204, headers=headers)
+
+
+def error_body(
+    error: PlacementError, request_id: str | None, version: mv.Microversion | None
+) -> dict[str, Any]:
+    """Placement's error document: ``{"errors": [{status, title, detail, code?, request_id}]}``.
+
+    ``code`` appears from microversion 1.23 (as in Placement); ``extra`` keys (``min_version`` and
+    ``max_version`` on a 406) are merged in.
+    """
+    explanation = _EXPLANATIONS.get(error.status, "")
+    item: dict[str, Any] = {
+        "status": error.status,
+        "title": error.title,
+        "detail": f"{explanation}\n\n {error.detail}  ",
+    }
+    if version is not None and version >= mv.ERROR_CODES:
+        item["code"] = error.code
+    if request_id:
+        item["request_id"] = request_id
+    item.update(error.extra)
+    return {"errors": [item]}

@@ -1,0 +1,7 @@
+"""Routes: resource_classes (to be implemented)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+router = APIRouter()

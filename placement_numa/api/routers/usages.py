@@ -1,0 +1,7 @@
+"""Routes: usages (to be implemented)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+router = APIRouter()

@@ -1,0 +1,104 @@
+"""``create_app(settings)``: the FastAPI application, with everything hung off ``app.state``.
+
+``app.state.settings``: the ``Settings``; ``app.state.database``: the ``Database`` (engine and
+transactions). Nothing is created at import time.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from placement_numa import __version__
+from placement_numa.api import microversion as mv
+from placement_numa.api.errors import install_error_handlers
+from placement_numa.api.middleware import PlacementMiddleware
+from placement_numa.api.routers import ROUTERS
+from placement_numa.db import migrate
+from placement_numa.db.database import Database
+from placement_numa.db.standard_names import sync_standard_names
+from placement_numa.settings import Settings
+
+__all__ = ["create_app", "app_from_env", "prepare_database", "build_openapi"]
+
+LOG = logging.getLogger(__name__)
+
+DESCRIPTION = f"""
+A resource-placement service that speaks the OpenStack Placement API (microversions
+{mv.MIN_VERSION} to {mv.MAX_VERSION}) and understands NUMA.
+
+Every route but `/` needs an `x-auth-token` header (`admin` is the admin role). Pick a
+microversion with `OpenStack-API-Version: placement {mv.MAX_VERSION}`; without it a request
+is served at {mv.MIN_VERSION}. This document describes the newest microversion.
+
+Extensions to Placement: standard traits `MEMORY_PAGE_SIZE_SMALL`, `MEMORY_PAGE_SIZE_LARGE` and
+`HW_NON_NUMA`; NUMA distance matrices; `POST /allocation_candidates` with a Nova flavor.
+"""
+
+
+def prepare_database(settings: Settings) -> None:
+    """Apply migrations and sync the standard trait and resource class names."""
+    migrate.upgrade(settings.database_url, migrations_dir=settings.migrations_dir)
+    database = Database(settings.database_url)
+    try:
+        with database.write() as conn:
+            sync_standard_names(conn)
+    finally:
+        database.dispose()
+
+
+def build_openapi(app: FastAPI) -> dict[str, Any]:
+    """The OpenAPI document of ``app``, with request-body component schemas gathered."""
+    document = get_openapi(
+        title="placement-numa",
+        version=__version__,
+        description=DESCRIPTION,
+        routes=app.routes,
+    )
+    components = document.setdefault("components", {}).setdefault("schemas", {})
+    for path_item in document.get("paths", {}).values():
+        for operation in path_item.values():
+            if isinstance(operation, dict) and "x-component-schemas" in operation:
+                components.update(operation.pop("x-component-schemas"))
+    document["info"]["x-placement-max-microversion"] = str(mv.MAX_VERSION)
+    return document
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the application for ``settings`` (read from the environment when omitted).
+
+    With ``settings.auto_migrate`` the schema is upgraded and the standard names synced first.
+    """
+    settings = settings or Settings()
+    if settings.auto_migrate:
+        prepare_database(settings)
+    app = FastAPI(
+        title="placement-numa",
+        version=__version__,
+        description=DESCRIPTION,
+        openapi_url="/openapi.json",
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    app.state.settings = settings
+    app.state.database = Database(settings.database_url)
+    for router in ROUTERS:
+        app.include_router(router)
+    install_error_handlers(app)
+    app.add_middleware(PlacementMiddleware)
+
+    def _openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = build_openapi(app)
+        return app.openapi_schema
+
+    app.openapi = _openapi  # type: ignore[method-assign]
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """uvicorn factory for worker processes: settings from the environment."""
+    return create_app(Settings())

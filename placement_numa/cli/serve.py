@@ -1,0 +1,57 @@
+"""``placement-numa serve``: run the HTTP service with uvicorn."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+import uvicorn
+
+from placement_numa.app import prepare_database
+from placement_numa.settings import Settings
+
+__all__ = ["register"]
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("serve", help="run the Placement API service")
+    parser.add_argument("--host", help="bind address (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="port (default 8778)")
+    parser.add_argument("--workers", type=int, help="uvicorn worker processes (default 1)")
+    parser.add_argument("--database-url", help="SQLAlchemy URL (default: SQLite file)")
+    parser.add_argument(
+        "--no-migrate", action="store_true", help="do not apply migrations on start"
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Migrate once (unless ``--no-migrate``), then start the workers without migrating."""
+    overrides = {
+        key: value
+        for key, value in {
+            "host": args.host,
+            "port": args.port,
+            "workers": args.workers,
+            "database_url": args.database_url,
+        }.items()
+        if value is not None
+    }
+    if args.no_migrate:
+        overrides["auto_migrate"] = False
+    settings = Settings(**overrides)
+    if settings.auto_migrate:
+        prepare_database(settings)
+    # Workers read their settings from the environment; they must not migrate concurrently.
+    os.environ["PLACEMENT_NUMA_DATABASE_URL"] = settings.database_url
+    os.environ["PLACEMENT_NUMA_AUTO_MIGRATE"] = "false"
+    uvicorn.run(
+        "placement_numa.app:app_from_env",
+        factory=True,
+        host=settings.host,
+        port=settings.port,
+        workers=settings.workers,
+        log_level=settings.log_level,
+    )
+    return 0

@@ -1,0 +1,1 @@
+"""Persistence: table definitions, the engine/connection factory, migrations, repositories."""

@@ -1,0 +1,100 @@
+"""Engine and transaction factory: one ``Database`` per process, hung off ``app.state``.
+
+``Database.write()`` is the only way services open a write transaction: it runs the caller's
+statements, bumps ``placement_revision`` last, and commits, or rolls everything back on any
+exception. ``Database.read()`` opens a read-only snapshot-free connection (READ COMMITTED on
+PostgreSQL and MariaDB; SQLite reads see the last committed state).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import create_engine, event, update
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.pool import NullPool
+
+from placement_numa.db.tables import placement_revision
+
+__all__ = ["Database", "make_engine"]
+
+
+def make_engine(url: str, **kwargs: Any) -> Engine:
+    """Create the SQLAlchemy engine for ``url`` with backend-specific settings.
+
+    SQLite: foreign keys on, WAL journal, a 30 s busy timeout, and write transactions that begin
+    with ``BEGIN IMMEDIATE`` (so two writers queue instead of deadlocking on lock upgrade).
+    PostgreSQL and MariaDB: READ COMMITTED, pre-ping, so a capacity check after ``FOR UPDATE`` sees
+    the latest committed allocations.
+    """
+    if url.startswith("sqlite"):
+        engine = create_engine(
+            url,
+            connect_args={"check_same_thread": False, "timeout": 30},
+            poolclass=NullPool if ":memory:" not in url else None,
+            **kwargs,
+        )
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
+            dbapi_conn.isolation_level = None  # we emit BEGIN ourselves
+            cursor = dbapi_conn.cursor()
+            cursor.execute("PRAGMA foreign_keys=ON")
+            if ":memory:" not in url:
+                cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.close()
+
+        @event.listens_for(engine, "begin")
+        def _sqlite_begin(conn: Connection) -> None:
+            mode = conn.get_execution_options().get("sqlite_begin", "DEFERRED")
+            conn.exec_driver_sql(f"BEGIN {mode}")
+
+        return engine
+    return create_engine(
+        url,
+        isolation_level="READ COMMITTED",
+        pool_pre_ping=True,
+        pool_size=10,
+        max_overflow=20,
+        **kwargs,
+    )
+
+
+class Database:
+    """Owns the engine; hands out read connections and write transactions."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine = make_engine(url)
+        self.dialect = self.engine.dialect.name  # "sqlite" | "postgresql" | "mysql"
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A connection for reads; its implicit transaction is rolled back on exit."""
+        with self.engine.connect() as conn:
+            yield conn
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """One write transaction: commit on success (after bumping the revision), else roll back."""
+        options = {"sqlite_begin": "IMMEDIATE"} if self.dialect == "sqlite" else {}
+        with self.engine.connect() as conn:
+            conn = conn.execution_options(**options)
+            with conn.begin():
+                yield conn
+                bump_revision(conn)
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def bump_revision(conn: Connection) -> None:
+    """Increment the single fleet revision counter inside the caller's transaction."""
+    conn.execute(
+        update(placement_revision)
+        .where(placement_revision.c.id == 1)
+        .values(revision=placement_revision.c.revision + 1)
+    )

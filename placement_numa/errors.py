@@ -1,0 +1,153 @@
+"""The domain error tree. Each error carries its Placement error code and HTTP status.
+
+::
+
+    PlacementError                      (500, placement.undefined_code)
+    ├── BadRequest                      (400)
+    │   ├── QueryBadValue               (400, placement.query.bad_value)
+    │   ├── QueryMissingValue           (400, placement.query.missing_value)
+    │   └── QueryDuplicateKey           (400, placement.query.duplicate_key)
+    ├── Unauthorized                    (401)
+    ├── Forbidden                       (403)
+    ├── NotFound                        (404)
+    │   └── ResourceProviderNotFound    (404, placement.resource_provider.not_found)
+    ├── MethodNotAllowed                (405)
+    ├── NotAcceptable                   (406)
+    ├── Conflict                        (409)
+    │   ├── ConcurrentUpdate            (409, placement.concurrent_update)
+    │   ├── DuplicateName               (409, placement.duplicate_name)
+    │   ├── InventoryInUse              (409, placement.inventory.inuse)
+    │   ├── ResourceProviderInUse       (409, placement.resource_provider.inuse)
+    │   └── CannotDeleteParent          (409, placement.resource_provider.cannot_delete_parent)
+    └── UnsupportedMediaType            (415)
+
+Services and parsers raise these; only ``placement_numa.api.errors`` turns them into HTTP
+responses. Nothing below the API layer imports FastAPI.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+__all__ = [
+    "PlacementError",
+    "BadRequest",
+    "QueryBadValue",
+    "QueryMissingValue",
+    "QueryDuplicateKey",
+    "Unauthorized",
+    "Forbidden",
+    "NotFound",
+    "ResourceProviderNotFound",
+    "MethodNotAllowed",
+    "NotAcceptable",
+    "Conflict",
+    "ConcurrentUpdate",
+    "DuplicateName",
+    "InventoryInUse",
+    "ResourceProviderInUse",
+    "CannotDeleteParent",
+    "UnsupportedMediaType",
+]
+
+
+class PlacementError(Exception):
+    """Base of every error the service reports to a client.
+
+    ``detail`` is the human-readable sentence shown in the error body; ``extra`` holds additional
+    keys merged into the error object (``min_version``/``max_version`` on a 406).
+    """
+
+    status: ClassVar[int] = 500
+    title: ClassVar[str] = "Internal Server Error"
+    default_code: ClassVar[str] = "placement.undefined_code"
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        code: str | None = None,
+        headers: dict[str, str] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.code = code or self.default_code
+        self.headers = headers or {}
+        self.extra = extra or {}
+
+
+class BadRequest(PlacementError):
+    status = 400
+    title = "Bad Request"
+
+
+class QueryBadValue(BadRequest):
+    default_code = "placement.query.bad_value"
+
+
+class QueryMissingValue(BadRequest):
+    default_code = "placement.query.missing_value"
+
+
+class QueryDuplicateKey(BadRequest):
+    default_code = "placement.query.duplicate_key"
+
+
+class Unauthorized(PlacementError):
+    status = 401
+    title = "Unauthorized"
+
+
+class Forbidden(PlacementError):
+    status = 403
+    title = "Forbidden"
+
+
+class NotFound(PlacementError):
+    status = 404
+    title = "Not Found"
+
+
+class ResourceProviderNotFound(NotFound):
+    default_code = "placement.resource_provider.not_found"
+
+
+class MethodNotAllowed(PlacementError):
+    status = 405
+    title = "Method Not Allowed"
+
+
+class NotAcceptable(PlacementError):
+    status = 406
+    title = "Not Acceptable"
+
+
+class Conflict(PlacementError):
+    status = 409
+    title = "Conflict"
+
+
+class ConcurrentUpdate(Conflict):
+    default_code = "placement.concurrent_update"
+
+
+class DuplicateName(Conflict):
+    default_code = "placement.duplicate_name"
+
+
+class InventoryInUse(Conflict):
+    default_code = "placement.inventory.inuse"
+
+
+class ResourceProviderInUse(Conflict):
+    default_code = "placement.resource_provider.inuse"
+
+
+class CannotDeleteParent(Conflict):
+    default_code = "placement.resource_provider.cannot_delete_parent"
+
+
+class UnsupportedMediaType(PlacementError):
+    status = 415
+    title = "Unsupported Media Type"
