@@ -15,6 +15,8 @@ DEFAULT_MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 def alembic_config(database_url: str, migrations_dir: Path | None = None) -> Config:
     """An alembic ``Config`` for ``database_url`` using the repository's ``migrations/``."""
     script_location = migrations_dir or DEFAULT_MIGRATIONS_DIR
+    if migrations_dir is None and not (script_location / "env.py").exists():
+        script_location = Path.cwd() / "migrations"  # a non-editable install run from the repo
     if not (script_location / "env.py").exists():
         raise FileNotFoundError(f"no alembic env.py in {script_location}")
     config = Config()
