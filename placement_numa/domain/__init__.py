@@ -1,0 +1,1 @@
+"""Pure domain types and rules (no FastAPI, no SQLAlchemy): query filters, request groups, ..."""
