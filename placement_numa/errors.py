@@ -75,6 +75,8 @@ class PlacementError(Exception):
         self.code = code or self.default_code
         self.headers = headers or {}
         self.extra = extra or {}
+        # Overrides the status's standard explanation that prefixes ``detail`` in responses.
+        self.explanation: str | None = None
 
 
 class BadRequest(PlacementError):

@@ -52,9 +52,10 @@ def install_error_handlers(app: FastAPI) -> None:
         elif exc.status_code == 405:
             allow = (exc.headers or {}).get("Allow") or (exc.headers or {}).get("allow", "")
             error = MethodNotAllowed(
-                f"The method specified is not allowed for this resource.",
+                "The method specified is not allowed for this resource.",
                 headers={"allow": allow} if allow else None,
             )
+            error.explanation = f"The method {request.method} is not allowed for this resource."
         else:
             error = PlacementError(str(exc.detail))
             error.status = exc.status_code  # type: ignore[misc]

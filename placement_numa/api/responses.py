@@ -23,7 +23,8 @@ _EXPLANATIONS = {
     " requested.",
     403: "Access was denied to this resource.",
     404: "The resource could not be found.",
-    405: "The method is not allowed for this resource.",
+    405: "The server could not comply with the request since it is not allowed for this"
+    " resource.",
     406: "The resource could not be generated that was acceptable to your browser (content of type"
     " application/json.",
     409: "There was a conflict when trying to complete your request.",
@@ -78,7 +79,7 @@ def error_body(
     ``code`` appears from microversion 1.23 (as in Placement); ``extra`` keys (``min_version`` and
     ``max_version`` on a 406) are merged in.
     """
-    explanation = _EXPLANATIONS.get(error.status, "")
+    explanation = error.explanation or _EXPLANATIONS.get(error.status, "")
     item: dict[str, Any] = {
         "status": error.status,
         "title": error.title,
