@@ -1,0 +1,368 @@
+"""Allocation rows: read by consumer or provider, replace atomically with capacity checks, delete.
+
+All functions run inside the caller's transaction (``Database.write()``), so the reshaper can
+compose ``replace_allocations`` with inventory changes in one transaction.
+
+``replace_allocations`` follows Placement's ``replace_all`` (``objects/allocation.py``):
+
+1. resolve provider uuids and resource class names (400 when unknown);
+2. lock the touched provider rows (``SELECT ... FOR UPDATE``, sorted ids), then each consumer
+   in uuid order: create it on first use, check and bump its generation (409
+   ``placement.concurrent_update``), update project/user/consumer type;
+3. delete the consumers' old allocations, then check every new amount against the inventory
+   (``domain.allocation``: min_unit/max_unit/step_size and
+   ``used + amount <= (total - reserved) * allocation_ratio``; 409 otherwise);
+4. insert the new rows, bump the generation of every provider that receives allocations (and,
+   for a consumer whose allocations are emptied, of the providers it had), delete consumers
+   left without allocations.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import delete, func, insert, select
+from sqlalchemy.engine import Connection
+
+from placement_numa.db.repositories import consumers as consumer_repo
+from placement_numa.db.repositories import names, providers
+from placement_numa.db.repositories.providers import ProviderRow, utcnow
+from placement_numa.db.tables import allocations, consumers, inventories, resource_classes
+from placement_numa.db.tables import resource_providers as rp
+from placement_numa.domain.allocation import (
+    INCOMPLETE_CONSUMER_ID,
+    ConsumerAllocation,
+    InventoryLimits,
+    exceeds_capacity,
+    violates_constraints,
+)
+from placement_numa.errors import BadRequest, ConcurrentUpdate, Conflict
+
+__all__ = [
+    "AllocationRow",
+    "ProviderAllocationRow",
+    "get_by_consumer",
+    "get_by_provider",
+    "replace_allocations",
+    "delete_for_consumer",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class AllocationRow:
+    """One allocation of a consumer: provider (uuid, generation), class name, amount."""
+
+    resource_provider_uuid: str
+    resource_provider_generation: int
+    resource_class: str
+    used: int
+    created_at: datetime | None
+    updated_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderAllocationRow:
+    """One allocation against a provider: consumer (uuid, generation), class name, amount."""
+
+    consumer_uuid: str
+    consumer_generation: int | None
+    resource_class: str
+    used: int
+    created_at: datetime | None
+    updated_at: datetime | None
+
+
+def get_by_consumer(conn: Connection, consumer_uuid: str) -> list[AllocationRow]:
+    """Every allocation of ``consumer_uuid`` (empty when it has none)."""
+    rows = conn.execute(
+        select(
+            rp.c.uuid,
+            rp.c.generation,
+            resource_classes.c.name,
+            allocations.c.used,
+            allocations.c.created_at,
+            allocations.c.updated_at,
+        )
+        .select_from(allocations)
+        .join(rp, rp.c.id == allocations.c.resource_provider_id)
+        .join(resource_classes, resource_classes.c.id == allocations.c.resource_class_id)
+        .where(allocations.c.consumer_id == consumer_uuid)
+        .order_by(allocations.c.id)
+    )
+    return [AllocationRow(*row) for row in rows]
+
+
+def get_by_provider(conn: Connection, provider_id: int) -> list[ProviderAllocationRow]:
+    """Every allocation against provider ``provider_id`` with its consumer's generation."""
+    rows = conn.execute(
+        select(
+            allocations.c.consumer_id,
+            consumers.c.generation,
+            resource_classes.c.name,
+            allocations.c.used,
+            allocations.c.created_at,
+            allocations.c.updated_at,
+        )
+        .select_from(allocations)
+        .join(resource_classes, resource_classes.c.id == allocations.c.resource_class_id)
+        .outerjoin(consumers, consumers.c.uuid == allocations.c.consumer_id)
+        .where(allocations.c.resource_provider_id == provider_id)
+        .order_by(allocations.c.id)
+    )
+    return [ProviderAllocationRow(*row) for row in rows]
+
+
+def _usage(
+    conn: Connection, provider_ids: Iterable[int], class_ids: Iterable[int]
+) -> dict[tuple[int, int], int]:
+    """``{(provider_id, class_id): sum(used)}`` over the given providers and classes."""
+    pids, cids = sorted(set(provider_ids)), sorted(set(class_ids))
+    if not pids or not cids:
+        return {}
+    rows = conn.execute(
+        select(
+            allocations.c.resource_provider_id,
+            allocations.c.resource_class_id,
+            func.sum(allocations.c.used),
+        )
+        .where(
+            allocations.c.resource_provider_id.in_(pids),
+            allocations.c.resource_class_id.in_(cids),
+        )
+        .group_by(allocations.c.resource_provider_id, allocations.c.resource_class_id)
+    )
+    return {(p, c): int(used or 0) for p, c, used in rows}
+
+
+def _limits(
+    conn: Connection, provider_ids: Iterable[int], class_ids: Iterable[int]
+) -> dict[tuple[int, int], InventoryLimits]:
+    """``{(provider_id, class_id): InventoryLimits}`` for the inventories that exist."""
+    pids, cids = sorted(set(provider_ids)), sorted(set(class_ids))
+    if not pids or not cids:
+        return {}
+    inv = inventories.c
+    rows = conn.execute(
+        select(
+            inv.resource_provider_id,
+            inv.resource_class_id,
+            inv.total,
+            inv.reserved,
+            inv.min_unit,
+            inv.max_unit,
+            inv.step_size,
+            inv.allocation_ratio,
+        ).where(inv.resource_provider_id.in_(pids), inv.resource_class_id.in_(cids))
+    )
+    return {
+        (p, c): InventoryLimits(int(t), int(r), int(mn), int(mx), int(s), float(ratio))
+        for p, c, t, r, mn, mx, s, ratio in rows
+    }
+
+
+def _old_provider_ids(conn: Connection, consumer_uuids: Sequence[str]) -> set[int]:
+    if not consumer_uuids:
+        return set()
+    return set(
+        conn.execute(
+            select(allocations.c.resource_provider_id)
+            .where(allocations.c.consumer_id.in_(list(consumer_uuids)))
+            .distinct()
+        ).scalars()
+    )
+
+
+def _resolve(
+    conn: Connection, items: Sequence[ConsumerAllocation]
+) -> tuple[dict[str, ProviderRow], dict[str, int]]:
+    """Providers by uuid and class ids by name; 400 ``BadRequest`` for unknown ones."""
+    by_uuid: dict[str, ProviderRow] = {}
+    for item in items:
+        for provider_uuid in item.resources:
+            if provider_uuid in by_uuid:
+                continue
+            provider = providers.get_by_uuid(conn, provider_uuid)
+            if provider is None:
+                raise BadRequest(
+                    f"Allocation for resource provider '{provider_uuid}' that does not exist."
+                )
+            by_uuid[provider_uuid] = provider
+    wanted = {rc for item in items for res in item.resources.values() for rc in res}
+    class_ids = names.resource_class_ids(conn, wanted)
+    for item in items:
+        for res in item.resources.values():
+            for rc in res:
+                if rc not in class_ids:
+                    prefix = (
+                        f"Unable to allocate inventory for consumer {item.consumer_uuid}: "
+                        if len(items) == 1
+                        else "Unable to allocate inventory "
+                    )
+                    raise BadRequest(f"{prefix}No such resource class {rc}.")
+    return by_uuid, class_ids
+
+
+def _prepare_consumer(conn: Connection, item: ConsumerAllocation) -> consumer_repo.ConsumerRow | None:
+    """Create or update the consumer of ``item`` and bump its generation (409 on mismatch).
+
+    Returns ``None`` for a new consumer whose allocations are empty (nothing to record).
+    """
+    project_id = names.ensure_external_id(conn, "projects", item.project_id or INCOMPLETE_CONSUMER_ID)
+    user_id = names.ensure_external_id(conn, "users", item.user_id or INCOMPLETE_CONSUMER_ID)
+    type_id = (
+        consumer_repo.ensure_consumer_type(conn, item.consumer_type)
+        if item.consumer_type is not None
+        else None
+    )
+    consumer = consumer_repo.get_by_uuid(conn, item.consumer_uuid)
+    if consumer is None:
+        if item.check_generation and item.consumer_generation is not None:
+            raise ConcurrentUpdate(
+                f"consumer generation conflict - expected null but got {item.consumer_generation}"
+            )
+        if not item.resources:
+            return None
+        consumer = consumer_repo.create(
+            conn, item.consumer_uuid, project_id=project_id, user_id=user_id, consumer_type_id=type_id
+        )
+        if consumer is None:  # a concurrent writer created it first
+            consumer = consumer_repo.get_by_uuid(conn, item.consumer_uuid)
+            if consumer is None or item.check_generation:
+                raise ConcurrentUpdate(
+                    "consumer generation conflict - expected null but got"
+                    f" {consumer.generation if consumer else None}"
+                )
+    elif item.check_generation and consumer.generation != item.consumer_generation:
+        raise ConcurrentUpdate(
+            f"consumer generation conflict - expected {consumer.generation} but got"
+            f" {item.consumer_generation}"
+        )
+    consumer_repo.update_owner(
+        conn, consumer, project_id=project_id, user_id=user_id, consumer_type_id=type_id
+    )
+    expected = item.consumer_generation if item.check_generation else consumer.generation
+    consumer_repo.increment_generation(conn, consumer, expected if expected is not None else 0)
+    return consumer
+
+
+def replace_allocations(
+    conn: Connection,
+    consumer_allocations: Sequence[ConsumerAllocation],
+    *,
+    check_capacity: bool = True,
+) -> dict[str, int]:
+    """Replace all allocations of each consumer named in ``consumer_allocations``, atomically.
+
+    Amounts are in each resource class's unit. With ``check_capacity`` false (for callers that
+    checked already) min/max/step and capacity are not checked; inventory must still exist.
+    Returns ``{provider_uuid: new_generation}`` of the providers whose generation was bumped.
+
+    Raises ``BadRequest`` (400) for an unknown provider or resource class,
+    ``ConcurrentUpdate`` (409, ``placement.concurrent_update``) on a consumer generation
+    mismatch, ``Conflict`` (409) when a provider lacks inventory of a class or the amounts do
+    not fit. The caller's transaction must be rolled back on any of them.
+    """
+    items = sorted(consumer_allocations, key=lambda item: item.consumer_uuid)
+    by_uuid, class_ids = _resolve(conn, items)
+    uuids = [item.consumer_uuid for item in items]
+
+    # Locks: providers receiving allocations, plus providers of consumers being emptied.
+    emptied = [item.consumer_uuid for item in items if not item.resources]
+    emptied_provider_ids = _old_provider_ids(conn, emptied)
+    lock_ids = {p.id for p in by_uuid.values()} | emptied_provider_ids
+    providers.lock_providers(conn, sorted(lock_ids))
+
+    for item in items:
+        _prepare_consumer(conn, item)
+
+    # New amounts per (provider, class), and each single amount for min/max/step.
+    wanted: dict[tuple[int, int], int] = defaultdict(int)
+    singles: list[tuple[ConsumerAllocation, str, str, int]] = []
+    for item in items:
+        for provider_uuid, resources in item.resources.items():
+            for rc, amount in resources.items():
+                key = (by_uuid[provider_uuid].id, class_ids[rc])
+                wanted[key] += amount
+                singles.append((item, provider_uuid, rc, amount))
+
+    provider_ids = {p for p, _ in wanted}
+    rc_ids = {c for _, c in wanted}
+    previous = _usage(conn, provider_ids, rc_ids)
+    conn.execute(delete(allocations).where(allocations.c.consumer_id.in_(uuids)))
+    limits = _limits(conn, provider_ids, rc_ids)
+
+    with_inventory = {p for p, _ in limits}
+    for provider_uuid, provider in by_uuid.items():
+        if provider.id not in with_inventory:
+            classes = ", ".join(sorted({rc for _, pu, rc, _ in singles if pu == provider_uuid}))
+            raise Conflict(
+                f"Unable to allocate inventory: Inventory for '{classes}' on resource provider"
+                f" '{provider_uuid}' invalid."
+            )
+    for _, provider_uuid, rc, _ in singles:
+        if (by_uuid[provider_uuid].id, class_ids[rc]) not in limits:
+            raise Conflict(
+                f"Unable to allocate inventory: Inventory for '{rc}' on resource provider"
+                f" '{provider_uuid}' invalid."
+            )
+
+    if check_capacity:
+        used = _usage(conn, provider_ids, rc_ids)
+        for _, provider_uuid, rc, amount in singles:
+            if violates_constraints(limits[(by_uuid[provider_uuid].id, class_ids[rc])], amount):
+                raise Conflict(
+                    f"Unable to allocate inventory: Unable to create allocation for '{rc}' on"
+                    f" resource provider '{provider_uuid}'. The requested amount would violate"
+                    " inventory constraints."
+                )
+        for _, provider_uuid, rc, _ in singles:
+            key = (by_uuid[provider_uuid].id, class_ids[rc])
+            if exceeds_capacity(
+                limits[key], used.get(key, 0), wanted[key], previous_used=previous.get(key)
+            ):
+                raise Conflict(
+                    f"Unable to allocate inventory: Unable to create allocation for '{rc}' on"
+                    f" resource provider '{provider_uuid}'. The requested amount would exceed"
+                    " the capacity."
+                )
+
+    now = utcnow()
+    rows = [
+        {
+            "resource_provider_id": by_uuid[provider_uuid].id,
+            "consumer_id": item.consumer_uuid,
+            "resource_class_id": class_ids[rc],
+            "used": amount,
+            "created_at": now,
+        }
+        for item, provider_uuid, rc, amount in singles
+    ]
+    if rows:
+        conn.execute(insert(allocations), rows)
+
+    generations: dict[str, int] = {}
+    bump = {p.id: p for p in by_uuid.values()}
+    for provider_id in emptied_provider_ids - set(bump):
+        provider = providers.get_by_id(conn, provider_id)
+        if provider is not None:
+            bump[provider_id] = provider
+    for provider_id in sorted(bump):
+        # Re-read under the row lock: the generation is current, the swap cannot fail.
+        provider = providers.get_by_id(conn, provider_id) or bump[provider_id]
+        generations[provider.uuid] = providers.increment_generation(conn, provider)
+    consumer_repo.delete_if_no_allocations(conn, uuids)
+    return generations
+
+
+def delete_for_consumer(conn: Connection, consumer_uuid: str) -> bool:
+    """Delete every allocation of ``consumer_uuid`` and the consumer record.
+
+    Returns ``False`` when the consumer had no allocations (the caller answers 404). As in
+    Placement, provider generations are not changed by this deletion.
+    """
+    result = conn.execute(delete(allocations).where(allocations.c.consumer_id == consumer_uuid))
+    consumer_repo.delete_if_no_allocations(conn, [consumer_uuid])
+    return bool(result.rowcount)

@@ -1,0 +1,169 @@
+"""Consumer rows and consumer types: lookup, creation on first use, generation compare-and-swap.
+
+Every function runs inside the caller's transaction. Lock order used by allocation writes:
+provider rows first (``providers.lock_providers``), then consumer rows in uuid order, so two
+writers never wait on each other in opposite orders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from sqlalchemy import delete, insert, select, update
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
+
+from placement_numa.db.repositories.providers import utcnow
+from placement_numa.db.tables import allocations, consumer_types, consumers, projects, users
+from placement_numa.errors import ConcurrentUpdate
+
+__all__ = [
+    "ConsumerRow",
+    "get_by_uuid",
+    "create",
+    "ensure_consumer_type",
+    "update_owner",
+    "increment_generation",
+    "delete_if_no_allocations",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerRow:
+    """One consumer with its project/user external ids and consumer type name (or ``None``)."""
+
+    id: int
+    uuid: str
+    generation: int
+    project_id: int
+    user_id: int
+    project_external_id: str
+    user_external_id: str
+    consumer_type_id: int | None
+    consumer_type: str | None
+
+
+def _select():  # type: ignore[no-untyped-def]
+    return (
+        select(
+            consumers.c.id,
+            consumers.c.uuid,
+            consumers.c.generation,
+            consumers.c.project_id,
+            consumers.c.user_id,
+            projects.c.external_id.label("project_external_id"),
+            users.c.external_id.label("user_external_id"),
+            consumers.c.consumer_type_id,
+            consumer_types.c.name.label("consumer_type"),
+        )
+        .select_from(consumers)
+        .join(projects, projects.c.id == consumers.c.project_id)
+        .join(users, users.c.id == consumers.c.user_id)
+        .outerjoin(consumer_types, consumer_types.c.id == consumers.c.consumer_type_id)
+    )
+
+
+def get_by_uuid(conn: Connection, uuid: str) -> ConsumerRow | None:
+    """The consumer ``uuid``, or ``None`` when it has no record."""
+    row = conn.execute(_select().where(consumers.c.uuid == uuid)).mappings().first()
+    return ConsumerRow(**row) if row else None
+
+
+def create(
+    conn: Connection, uuid: str, *, project_id: int, user_id: int, consumer_type_id: int | None
+) -> ConsumerRow | None:
+    """Insert consumer ``uuid`` at generation 0 and return it.
+
+    Returns ``None`` when a concurrent writer created the same consumer first (the unique key
+    fired); the caller decides whether that is a generation conflict.
+    """
+    try:
+        with conn.begin_nested():
+            conn.execute(
+                insert(consumers).values(
+                    uuid=uuid,
+                    project_id=project_id,
+                    user_id=user_id,
+                    generation=0,
+                    consumer_type_id=consumer_type_id,
+                    created_at=utcnow(),
+                )
+            )
+    except IntegrityError:
+        return None
+    return get_by_uuid(conn, uuid)
+
+
+def ensure_consumer_type(conn: Connection, name: str) -> int:
+    """The id of consumer type ``name``, creating it on first use (safe against a racing insert)."""
+    table = consumer_types
+    found = conn.execute(select(table.c.id).where(table.c.name == name)).scalar()
+    if found is not None:
+        return int(found)
+    try:
+        with conn.begin_nested():
+            result = conn.execute(insert(table).values(name=name, created_at=utcnow()))
+            return int(result.inserted_primary_key[0])
+    except IntegrityError:
+        return int(conn.execute(select(table.c.id).where(table.c.name == name)).scalar_one())
+
+
+def update_owner(
+    conn: Connection,
+    consumer: ConsumerRow,
+    *,
+    project_id: int,
+    user_id: int,
+    consumer_type_id: int | None,
+) -> None:
+    """Set the consumer's project, user and (when not ``None``) consumer type, without touching
+    its generation (``increment_generation`` does that once per write)."""
+    values: dict[str, object] = {}
+    if project_id != consumer.project_id or user_id != consumer.user_id:
+        values.update(project_id=project_id, user_id=user_id)
+    if consumer_type_id is not None and consumer_type_id != consumer.consumer_type_id:
+        values["consumer_type_id"] = consumer_type_id
+    if values:
+        values["updated_at"] = utcnow()
+        conn.execute(update(consumers).where(consumers.c.id == consumer.id).values(**values))
+
+
+def increment_generation(conn: Connection, consumer: ConsumerRow, expected: int) -> int:
+    """Compare-and-swap the consumer generation from ``expected`` to ``expected + 1``.
+
+    The ``UPDATE`` takes the row lock, so a concurrent writer of the same consumer waits and
+    then finds the generation moved. Raises ``ConcurrentUpdate`` (409,
+    ``placement.concurrent_update``) when it moved. Returns the new generation.
+    """
+    result = conn.execute(
+        update(consumers)
+        .where(consumers.c.id == consumer.id, consumers.c.generation == expected)
+        .values(generation=expected + 1, updated_at=utcnow())
+    )
+    if result.rowcount != 1:
+        current = conn.execute(
+            select(consumers.c.generation).where(consumers.c.id == consumer.id)
+        ).scalar()
+        raise ConcurrentUpdate(
+            f"consumer generation conflict - expected {current} but got {expected}"
+        )
+    return expected + 1
+
+
+def delete_if_no_allocations(conn: Connection, uuids: Iterable[str]) -> list[str]:
+    """Delete the consumers among ``uuids`` that have no allocation left; return their uuids."""
+    wanted = sorted(set(uuids))
+    if not wanted:
+        return []
+    with_allocations = set(
+        conn.execute(
+            select(allocations.c.consumer_id)
+            .where(allocations.c.consumer_id.in_(wanted))
+            .distinct()
+        ).scalars()
+    )
+    empty = [uuid for uuid in wanted if uuid not in with_allocations]
+    if empty:
+        conn.execute(delete(consumers).where(consumers.c.uuid.in_(empty)))
+    return empty
