@@ -1,0 +1,1 @@
+"""Pydantic request shapes per resource and microversion."""

@@ -1,0 +1,1 @@
+"""Use cases: one function per use case, one transaction each."""
