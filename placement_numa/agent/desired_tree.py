@@ -1,0 +1,284 @@
+"""The provider tree a host should have in Placement (pure dataclasses).
+
+Tree (Nova spec "NUMA Topology with Resource Providers"), names as the reshape planner's::
+
+    <host>                          root: DISK_GB
+    ├── <host>_NUMA0                PCPU (cpu_dedicated_set on the cell), VCPU (cpu_shared_set on
+    │   │                           the cell); HW_NUMA_ROOT, HW_CPU_HYPERTHREADING when SMT
+    │   ├── <host>_NUMA0_PAGE_4KB   MEMORY_MB: cell memory - huge pages, reserved = the cell's share
+    │   │                           of reserved_host_memory_mb; MEMORY_PAGE_SIZE_SMALL,
+    │   │                           CUSTOM_MEMORY_PAGE_SIZE_4
+    │   └── <host>_NUMA0_PAGE_2048KB  MEMORY_MB: pages x 2 MiB, step_size = min_unit = 2 (one
+    │                               page); MEMORY_PAGE_SIZE_LARGE, CUSTOM_MEMORY_PAGE_SIZE_2048
+    └── <host>_NUMA1 ...
+
+Choices, written down:
+
+* Every huge page size the kernel offers gets a page-size provider, with ``MEMORY_MB`` only while
+  pages of that size exist (Placement rejects a total of 0). Changing huge page counts then
+  changes inventories, never the tree.
+* ``reserved_host_cpus`` are reserved on VCPU, lowest cells first; ``reserved_host_memory_mb`` is
+  spread evenly over the cells' small pages (remainder to the lowest cells; a cell's share is
+  capped at its small-page total, the rest moves on).
+* Free huge pages (``free_hugepages``) are discovered but not reported: guests on them are
+  Placement allocations already.
+* Provider uuids are uuid5 of ``<hostname>/<path>`` so the same host always gets the same uuids.
+"""
+
+from __future__ import annotations
+
+import uuid as uuid_lib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from placement_numa.agent.config import HostPolicy
+from placement_numa.agent.sysfs import HostTopology, NumaCell
+
+__all__ = [
+    "Inventory",
+    "DesiredProvider",
+    "DesiredTree",
+    "build",
+    "provider_uuid",
+    "cell_name",
+    "page_name",
+    "page_size_trait",
+    "is_agent_trait",
+    "ROOT_CLASSES",
+]
+
+_NAMESPACE = uuid_lib.UUID("0d4f3c1e-7a52-4b8e-9c61-5e2a4b7d8f10")
+PAGE_TRAIT_PREFIX = "CUSTOM_MEMORY_PAGE_SIZE_"
+AGENT_TRAITS = frozenset(
+    {"HW_NUMA_ROOT", "HW_CPU_HYPERTHREADING", "MEMORY_PAGE_SIZE_SMALL", "MEMORY_PAGE_SIZE_LARGE"}
+)
+# Classes the agent reports on the root, or that a flat compute node carries there.
+ROOT_CLASSES = frozenset({"DISK_GB", "VCPU", "PCPU", "MEMORY_MB"})
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """One inventory record in Placement's terms; ``max_unit`` None means ``total``."""
+
+    total: int
+    reserved: int = 0
+    min_unit: int = 1
+    max_unit: int | None = None
+    step_size: int = 1
+    allocation_ratio: float = 1.0
+
+    def as_dict(self) -> dict[str, Any]:
+        """Placement's inventory JSON (without the generation)."""
+        return {
+            "total": self.total,
+            "reserved": self.reserved,
+            "min_unit": self.min_unit,
+            "max_unit": self.total if self.max_unit is None else self.max_unit,
+            "step_size": self.step_size,
+            "allocation_ratio": self.allocation_ratio,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Inventory:
+        """From Placement's inventory JSON; missing fields take Placement's defaults."""
+        total = int(data["total"])
+        return cls(
+            total=total,
+            reserved=int(data.get("reserved", 0)),
+            min_unit=int(data.get("min_unit", 1)),
+            max_unit=int(data.get("max_unit", total)),
+            step_size=int(data.get("step_size", 1)),
+            allocation_ratio=float(data.get("allocation_ratio", 1.0)),
+        )
+
+    def same_as(self, other: Inventory) -> bool:
+        """Equal as Placement stores them (ratios compared to 1e-6, max_unit resolved)."""
+        mine, theirs = self.as_dict(), other.as_dict()
+        ratio_close = abs(mine.pop("allocation_ratio") - theirs.pop("allocation_ratio")) < 1e-6
+        return ratio_close and mine == theirs
+
+
+@dataclass(frozen=True)
+class DesiredProvider:
+    """One provider of the desired tree. ``path`` is ``""`` (root), ``NUMA<id>`` or
+    ``NUMA<id>/PAGE_<KiB>KB``; ``parent_path`` is None for the root. ``cell_id`` is set on cell
+    providers."""
+
+    path: str
+    name: str
+    uuid: str
+    parent_path: str | None
+    inventories: Mapping[str, Inventory] = field(default_factory=dict)
+    traits: frozenset[str] = frozenset()
+    cell_id: int | None = None
+
+
+@dataclass(frozen=True)
+class DesiredTree:
+    """The providers (parents before children, root first) and the distance matrix between
+    cells (rows and columns in the order of ``cell_ids``)."""
+
+    providers: tuple[DesiredProvider, ...]
+    cell_ids: tuple[int, ...]
+    distances: tuple[tuple[int, ...], ...]
+
+    @property
+    def root(self) -> DesiredProvider:
+        return self.providers[0]
+
+    def by_path(self) -> dict[str, DesiredProvider]:
+        return {provider.path: provider for provider in self.providers}
+
+    def cells(self) -> list[DesiredProvider]:
+        """The cell providers in ``cell_ids`` order."""
+        return [p for p in self.providers if p.cell_id is not None]
+
+
+def provider_uuid(hostname: str, path: str) -> str:
+    """The deterministic uuid of the provider at ``path`` of ``hostname``'s tree (uuid5)."""
+    return str(uuid_lib.uuid5(_NAMESPACE, f"{hostname}/{path}"))
+
+
+def cell_name(hostname: str, cell_id: int) -> str:
+    """``<hostname>_NUMA<id>`` (Nova spec naming of NUMA cell providers)."""
+    return f"{hostname}_NUMA{cell_id}"
+
+
+def page_name(hostname: str, cell_id: int, page_size_kb: int) -> str:
+    """``<hostname>_NUMA<id>_PAGE_<KiB>KB``."""
+    return f"{cell_name(hostname, cell_id)}_PAGE_{page_size_kb}KB"
+
+
+def page_size_trait(page_size_kb: int) -> str:
+    """``CUSTOM_MEMORY_PAGE_SIZE_<KiB>`` (Nova spec)."""
+    return f"{PAGE_TRAIT_PREFIX}{page_size_kb}"
+
+
+def is_agent_trait(trait: str) -> bool:
+    """True for the traits the agent owns on the providers it creates."""
+    return trait in AGENT_TRAITS or trait.startswith(PAGE_TRAIT_PREFIX)
+
+
+def _spread(amount: int, capacities: list[int], *, evenly: bool) -> list[int]:
+    """Split ``amount`` over bins with ``capacities``: evenly (remainder to the first bins) or
+    first-bins-first; each share capped at its capacity, overflow moving on."""
+    shares = [0] * len(capacities)
+    left = amount
+    while left > 0:
+        open_bins = [i for i, cap in enumerate(capacities) if shares[i] < cap]
+        if not open_bins:
+            break
+        if evenly:
+            base, extra = divmod(left, len(open_bins))
+            for rank, i in enumerate(open_bins):
+                want = base + (1 if rank < extra else 0)
+                give = min(want, capacities[i] - shares[i])
+                shares[i] += give
+                left -= give
+        else:
+            i = open_bins[0]
+            give = min(left, capacities[i] - shares[i])
+            shares[i] += give
+            left -= give
+    return shares
+
+
+def _page_providers(
+    host: HostTopology,
+    policy: HostPolicy,
+    cell: NumaCell,
+    reserved_mb: int,
+) -> list[DesiredProvider]:
+    parent = f"NUMA{cell.id}"
+    pages = []
+    small_kb = host.small_page_kb
+    small_total = (cell.memory_kb - cell.hugepage_memory_kb) // 1024
+    sizes: list[tuple[int, int, bool]] = [(small_kb, small_total, False)]
+    sizes += [(pool.size_kb, pool.memory_kb // 1024, True) for pool in cell.hugepages]
+    for size_kb, total_mb, large in sizes:
+        path = f"{parent}/PAGE_{size_kb}KB"
+        inventories: dict[str, Inventory] = {}
+        if total_mb > 0:
+            step = max(1, size_kb // 1024)
+            inventories["MEMORY_MB"] = Inventory(
+                total=total_mb,
+                reserved=0 if large else reserved_mb,
+                min_unit=step,
+                step_size=step,
+                allocation_ratio=1.0 if large else policy.ram_allocation_ratio,
+            )
+        pages.append(
+            DesiredProvider(
+                path=path,
+                name=page_name(policy.hostname, cell.id, size_kb),
+                uuid=provider_uuid(policy.hostname, path),
+                parent_path=parent,
+                inventories=inventories,
+                traits=frozenset(
+                    {
+                        "MEMORY_PAGE_SIZE_LARGE" if large else "MEMORY_PAGE_SIZE_SMALL",
+                        page_size_trait(size_kb),
+                    }
+                ),
+            )
+        )
+    return pages
+
+
+def build(host: HostTopology, policy: HostPolicy) -> DesiredTree:
+    """The desired tree of ``host`` under ``policy`` (see the module docstring for the shape)."""
+    hostname = policy.hostname
+    root_inventories: dict[str, Inventory] = {}
+    if policy.disk_gb > 0:
+        root_inventories["DISK_GB"] = Inventory(
+            total=policy.disk_gb,
+            reserved=min(policy.reserved_host_disk_gb, policy.disk_gb),
+            allocation_ratio=policy.disk_allocation_ratio,
+        )
+    providers = [
+        DesiredProvider(
+            path="",
+            name=hostname,
+            uuid=provider_uuid(hostname, ""),
+            parent_path=None,
+            inventories=root_inventories,
+        )
+    ]
+    vcpu_counts = [len(cell.cpus & policy.vcpus) for cell in host.cells]
+    cpu_reserved = _spread(policy.reserved_host_cpus, vcpu_counts, evenly=False)
+    small_mb = [(c.memory_kb - c.hugepage_memory_kb) // 1024 for c in host.cells]
+    mem_reserved = _spread(policy.reserved_host_memory_mb, small_mb, evenly=True)
+    for index, cell in enumerate(host.cells):
+        path = f"NUMA{cell.id}"
+        inventories: dict[str, Inventory] = {}
+        pcpus = cell.cpus & policy.pcpus
+        vcpus = cell.cpus & policy.vcpus
+        if pcpus:
+            inventories["PCPU"] = Inventory(total=len(pcpus))
+        if vcpus:
+            inventories["VCPU"] = Inventory(
+                total=len(vcpus),
+                reserved=cpu_reserved[index],
+                allocation_ratio=policy.cpu_allocation_ratio,
+            )
+        traits = {"HW_NUMA_ROOT"}
+        if host.has_smt(pcpus | vcpus):
+            traits.add("HW_CPU_HYPERTHREADING")
+        providers.append(
+            DesiredProvider(
+                path=path,
+                name=cell_name(hostname, cell.id),
+                uuid=provider_uuid(hostname, path),
+                parent_path="",
+                inventories=inventories,
+                traits=frozenset(traits),
+                cell_id=cell.id,
+            )
+        )
+        providers.extend(_page_providers(host, policy, cell, mem_reserved[index]))
+    return DesiredTree(
+        providers=tuple(providers),
+        cell_ids=tuple(cell.id for cell in host.cells),
+        distances=host.distances,
+    )
