@@ -1,0 +1,357 @@
+"""Planning reshapes of one compute node: flat -> NUMA tree (``plan_to_numa``) and back
+(``plan_to_flat``). Pure: reads a ``HostState``, returns a ``Plan``; nothing is written.
+
+Rules (Nova spec "NUMA Topology with Resource Providers"; Placement's reshaper, microversion 1.30):
+
+* ``VCPU``, ``PCPU`` move to the NUMA cell providers ``<host>_NUMA<id>`` (``HW_NUMA_ROOT``),
+  ``MEMORY_MB`` to one page-size provider per cell and page size (``step_size`` = one page in
+  MiB; traits ``MEMORY_PAGE_SIZE_SMALL|LARGE`` and ``CUSTOM_MEMORY_PAGE_SIZE_<KiB>``); every other
+  class stays on the compute node.
+* Allocation ratios, ``min_unit`` of the flat inventories carry over to the cells (huge pages:
+  ratio 1.0). The flat ``reserved`` of a class goes to the first cell, unless the topology gives
+  per-cell reservations.
+* Each consumer's ``VCPU``/``PCPU``/``MEMORY_MB`` on the compute node move to one cell, or to
+  ``numa_nodes`` distinct cells split evenly, its memory in its page size (small pages unless
+  known); its other allocations are carried over unchanged. See ``reshape.fit`` for the search.
+* Back to flat: the cells' and page sizes' inventories are summed onto the compute node (the
+  allocation ratio is chosen so the summed capacity is kept), children are emptied and listed for
+  deletion, and allocations are summed back onto the compute node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from math import gcd
+from typing import Any
+
+from placement_numa.reshape.errors import ConsumerUnplaceable, TopologyInvalid
+from placement_numa.reshape.fit import Bin, Item, Limits, Policy, fit, memory_slot
+from placement_numa.reshape.model import (
+    CPU_CLASSES,
+    HW_NUMA_ROOT,
+    NUMA_CLASSES,
+    PAGE_SIZE_LARGE,
+    PAGE_SIZE_SMALL,
+    ConsumerState,
+    HostState,
+    Inventory,
+    ProviderState,
+    cell_provider_name,
+    child_uuid,
+    page_provider_name,
+    page_size_from_traits,
+    page_size_trait,
+)
+from placement_numa.reshape.plan import GENERATION_AFTER_CREATE, NewProvider, Plan
+from placement_numa.reshape.topology import CellSpec, Topology
+
+__all__ = ["plan_to_numa", "plan_to_flat"]
+
+
+def _consumer_entry(consumer: ConsumerState, allocations: Mapping[str, Mapping[str, int]], typed: bool) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "allocations": {
+            rp: {"resources": dict(sorted(res.items()))}
+            for rp, res in sorted(allocations.items())
+            if any(res.values())
+        },
+        "project_id": consumer.project_id,
+        "user_id": consumer.user_id,
+        "consumer_generation": consumer.generation,
+    }
+    if typed:
+        entry["consumer_type"] = consumer.consumer_type
+    return entry
+
+
+def _typed(consumers: list[ConsumerState]) -> bool:
+    """Whether every consumer's type is known (the body can then use microversion 1.38)."""
+    return all(c.consumer_type not in (None, "unknown") for c in consumers)
+
+
+def _cell_inventories(cell: CellSpec, flat: Mapping[str, Inventory], topology: Topology, first: bool) -> tuple[dict[str, Inventory], dict[int, Inventory]]:
+    """The cell's ``VCPU``/``PCPU`` inventories and its ``{page KiB: MEMORY_MB inventory}``."""
+    explicit_reserved = any(
+        c.reserved_pcpus or c.reserved_vcpus or any(p.reserved_mb for p in c.pages) for c in topology.cells
+    )
+
+    def reserved_for(rc: str, given: int, total: int) -> int:
+        if explicit_reserved or not first or rc not in flat:
+            return given
+        return min(flat[rc].reserved, total)
+
+    cpus: dict[str, Inventory] = {}
+    for rc, total, given in (("PCPU", cell.pcpus, cell.reserved_pcpus), ("VCPU", cell.vcpus, cell.reserved_vcpus)):
+        if total <= 0:
+            continue
+        base = flat.get(rc, Inventory(total=total))
+        cpus[rc] = Inventory(
+            total=total,
+            reserved=reserved_for(rc, given, total),
+            min_unit=min(base.min_unit, total),
+            max_unit=total if base.max_unit is None else max(1, min(base.max_unit, total)),
+            step_size=1,
+            allocation_ratio=base.allocation_ratio,
+        )
+    pages: dict[int, Inventory] = {}
+    memory = flat.get("MEMORY_MB", Inventory(total=0))
+    for page in cell.pages:
+        if page.memory_mb <= 0:
+            continue
+        small = page.size_kb == topology.small_page_size_kb
+        reserved = reserved_for("MEMORY_MB", page.reserved_mb, page.memory_mb) if small else 0
+        pages[page.size_kb] = Inventory(
+            total=page.memory_mb,
+            reserved=reserved,
+            min_unit=page.step_mb,
+            max_unit=page.memory_mb,
+            step_size=page.step_mb,
+            allocation_ratio=memory.allocation_ratio if small else 1.0,
+        )
+    return cpus, pages
+
+
+def _split(amount: int, parts: int, step: int) -> list[int]:
+    """Split ``amount`` into ``parts`` multiples of ``step`` as evenly as possible (larger first)."""
+    units, rest = divmod(amount, step)
+    base, extra = divmod(units, parts)
+    return [(base + (1 if i < extra else 0)) * step + (rest if i == 0 else 0) for i in range(parts)]
+
+
+def plan_to_numa(host: HostState, topology: Topology, *, policy: Policy = "pack") -> Plan:
+    """Plan moving a flat compute node onto its NUMA tree.
+
+    Raises ``TopologyInvalid`` when the host already has NUMA cells, and ``ConsumerUnplaceable``
+    (naming the consumer and what it lacked) when some consumer fits on no cell.
+    """
+    if host.cells():
+        raise TopologyInvalid(f"host {host.host} already has NUMA cell providers; plan to_flat first")
+    root = host.root
+    flat = {rc: inv for rc, inv in root.inventories.items() if rc in NUMA_CLASSES}
+    name = host.host
+    created: list[NewProvider] = []
+    inventories: dict[str, dict[str, Any]] = {
+        root.uuid: {
+            "resource_provider_generation": root.generation,
+            "inventories": {rc: inv.as_dict() for rc, inv in sorted(root.inventories.items()) if rc not in NUMA_CLASSES},
+        }
+    }
+    bins: list[Bin] = []
+    cell_uuid: dict[int, str] = {}
+    page_uuid: dict[tuple[int, int], str] = {}
+    names: dict[str, str] = {root.uuid: name}
+    summary = [f"host {name}: reshape flat -> {len(topology.cells)} NUMA cells ({policy})"]
+    for index, cell in enumerate(topology.cells):
+        cpus, pages = _cell_inventories(cell, flat, topology, first=index == 0)
+        cname = cell_provider_name(name, cell.id)
+        cuuid = child_uuid(root.uuid, cname)
+        cell_uuid[cell.id] = cuuid
+        names[cuuid] = cname
+        created.append(NewProvider(cuuid, cname, root.uuid, (HW_NUMA_ROOT,)))
+        inventories[cuuid] = {
+            "resource_provider_generation": GENERATION_AFTER_CREATE,
+            "inventories": {rc: inv.as_dict() for rc, inv in sorted(cpus.items())},
+        }
+        capacity: dict[str, int] = {rc: inv.capacity for rc, inv in cpus.items()}
+        limits = {rc: Limits(inv.min_unit, inv.as_dict()["max_unit"], inv.step_size) for rc, inv in cpus.items()}
+        described = [f"{rc} {inv.total}" for rc, inv in sorted(cpus.items())]
+        for size_kb, inv in sorted(pages.items()):
+            pname = page_provider_name(name, cell.id, size_kb)
+            puuid = child_uuid(root.uuid, pname)
+            page_uuid[(cell.id, size_kb)] = puuid
+            names[puuid] = pname
+            kind = PAGE_SIZE_SMALL if size_kb == topology.small_page_size_kb else PAGE_SIZE_LARGE
+            created.append(NewProvider(puuid, pname, cuuid, (kind, page_size_trait(size_kb))))
+            inventories[puuid] = {
+                "resource_provider_generation": GENERATION_AFTER_CREATE,
+                "inventories": {"MEMORY_MB": inv.as_dict()},
+            }
+            slot = memory_slot(size_kb)
+            capacity[slot] = inv.capacity
+            limits[slot] = Limits(inv.min_unit, inv.total, inv.step_size)
+            described.append(f"MEMORY_MB {inv.total} in {size_kb} KiB pages")
+        bins.append(Bin(cell.id, capacity, limits))
+        summary.append(f"  create {cname}: " + ", ".join(described))
+
+    moving = [c for c in host.consumers if any(c.allocations.get(root.uuid, {}).get(rc) for rc in NUMA_CLASSES)]
+    items = [_item(c, topology, root) for c in moving]
+    placed = fit(items, bins, policy=policy)
+    allocations: dict[str, dict[str, Any]] = {}
+    new_allocs: dict[str, dict[str, dict[str, int]]] = {}
+    placements: dict[str, dict[str, dict[str, int]]] = {}
+    for consumer in moving:
+        allocs = {rp: dict(res) for rp, res in consumer.allocations.items()}
+        allocs[root.uuid] = {rc: v for rc, v in allocs.get(root.uuid, {}).items() if rc not in NUMA_CLASSES}
+        where: dict[str, dict[str, int]] = {}
+        for cell_id, piece in placed[consumer.uuid]:
+            for slot, amount in piece.items():
+                if not amount:
+                    continue
+                if slot in CPU_CLASSES:
+                    rp, rc = cell_uuid[cell_id], slot
+                else:
+                    rp, rc = page_uuid[(cell_id, int(slot.split(":")[1]))], "MEMORY_MB"
+                allocs.setdefault(rp, {})[rc] = allocs.get(rp, {}).get(rc, 0) + amount
+                where.setdefault(names[rp], {})[rc] = amount
+        allocs = {rp: res for rp, res in allocs.items() if any(res.values())}
+        new_allocs[consumer.uuid] = allocs
+        placements[consumer.uuid] = where
+        summary.append(
+            f"  consumer {consumer.uuid} -> "
+            + "; ".join(f"{p}: " + ", ".join(f"{rc} {v}" for rc, v in sorted(r.items())) for p, r in sorted(where.items()))
+        )
+    typed = _typed(moving)
+    for consumer in moving:
+        allocations[consumer.uuid] = _consumer_entry(consumer, new_allocs[consumer.uuid], typed)
+    before = _numa_usages(moving, {c.uuid: c.allocations for c in moving}, set(names))
+    after = _numa_usages(moving, new_allocs, set(names))
+    summary.append(f"  usages before {before}, after {after}")
+    if topology.distances is None:
+        summary.append("  no distance matrix given")
+    return Plan(
+        direction="to_numa",
+        host=name,
+        root_provider_uuid=root.uuid,
+        microversion="1.38" if typed else "1.30",
+        body={"inventories": inventories, "allocations": allocations},
+        create_providers=tuple(created),
+        distances=topology.distance_document(),
+        placements=placements,
+        usages_before=before,
+        usages_after=after,
+        summary=tuple(summary),
+    )
+
+
+def _numa_usages(consumers: list[ConsumerState], allocations: Mapping[str, Mapping[str, Mapping[str, int]]], tree: set[str]) -> dict[str, int]:
+    totals: dict[str, int] = {}
+    for consumer in consumers:
+        for rp, resources in allocations[consumer.uuid].items():
+            if rp in tree:
+                for rc, amount in resources.items():
+                    totals[rc] = totals.get(rc, 0) + amount
+    return dict(sorted(totals.items()))
+
+
+def _item(consumer: ConsumerState, topology: Topology, root: ProviderState) -> Item:
+    hint = topology.hints.get(consumer.uuid)
+    page_kb = consumer.page_size_kb or (hint.page_size_kb if hint else None) or topology.small_page_size_kb
+    nodes = consumer.numa_nodes or (hint.numa_nodes if hint else None) or 1
+    on_root = consumer.allocations.get(root.uuid, {})
+    step = max(1, page_kb // 1024)
+    pieces: list[dict[str, int]] = [{} for _ in range(nodes)]
+    for rc in NUMA_CLASSES:
+        amount = on_root.get(rc, 0)
+        if not amount:
+            continue
+        slot = memory_slot(page_kb) if rc == "MEMORY_MB" else rc
+        if rc == "MEMORY_MB" and amount % step:
+            raise ConsumerUnplaceable(
+                f"consumer {consumer.uuid} cannot be placed: MEMORY_MB {amount} is not a whole"
+                f" number of {page_kb} KiB pages",
+                consumer=consumer.uuid,
+                lacking={"MEMORY_MB": step - amount % step},
+            )
+        for piece, part in zip(pieces, _split(amount, nodes, step if rc == "MEMORY_MB" else 1)):
+            piece[slot] = part
+    return Item(consumer.uuid, tuple(pieces))
+
+
+def _combine(invs: list[Inventory]) -> Inventory:
+    """One flat inventory of the sum of ``invs`` with the same capacity (ratio adjusted if the
+    ratios differ)."""
+    total = sum(i.total for i in invs)
+    reserved = sum(i.reserved for i in invs)
+    ratios = {i.allocation_ratio for i in invs}
+    if len(ratios) == 1:
+        ratio = ratios.pop()
+    else:
+        usable = total - reserved
+        capacity = sum(i.capacity for i in invs)
+        ratio = capacity / usable if usable else 1.0
+        while int(usable * ratio) < capacity:
+            ratio += 1e-9
+    step = 0
+    for inv in invs:
+        step = gcd(step, inv.step_size)
+    return Inventory(
+        total=total,
+        reserved=reserved,
+        min_unit=min(i.min_unit for i in invs),
+        max_unit=total,
+        step_size=step or 1,
+        allocation_ratio=ratio,
+    )
+
+
+def plan_to_flat(host: HostState) -> Plan:
+    """Plan collapsing a NUMA tree back onto its flat compute node (a rollback).
+
+    Raises ``TopologyInvalid`` when the host has no NUMA cell providers, or when a cell or page
+    size provider has children or inventories of other classes that the flat host cannot take.
+    """
+    cells = host.cells()
+    if not cells:
+        raise TopologyInvalid(f"host {host.host} has no NUMA cell providers; nothing to collapse")
+    root = host.root
+    children: list[ProviderState] = []
+    for cell in cells:
+        pages = host.children_of(cell.uuid)
+        for page in pages:
+            if host.children_of(page.uuid):
+                raise TopologyInvalid(f"provider {page.name} has children; cannot collapse it")
+        children.extend(pages)
+        children.append(cell)
+    by_class: dict[str, list[Inventory]] = {}
+    for provider in children:
+        for rc, inv in provider.inventories.items():
+            if rc not in NUMA_CLASSES:
+                raise TopologyInvalid(f"provider {provider.name} has {rc} inventory; cannot collapse it")
+            by_class.setdefault(rc, []).append(inv)
+    clash = sorted(set(by_class) & set(root.inventories))
+    if clash:
+        raise TopologyInvalid(f"host {host.host} has {clash} on both the compute node and its cells")
+    final_root = dict(root.inventories)
+    final_root.update({rc: _combine(invs) for rc, invs in by_class.items()})
+    inventories: dict[str, dict[str, Any]] = {
+        root.uuid: {
+            "resource_provider_generation": root.generation,
+            "inventories": {rc: inv.as_dict() for rc, inv in sorted(final_root.items())},
+        }
+    }
+    for provider in children:
+        inventories[provider.uuid] = {"resource_provider_generation": provider.generation, "inventories": {}}
+    child_ids = {p.uuid for p in children}
+    moving = [c for c in host.consumers if child_ids & set(c.allocations)]
+    new_allocs: dict[str, dict[str, dict[str, int]]] = {}
+    for consumer in moving:
+        allocs: dict[str, dict[str, int]] = {}
+        for rp, res in consumer.allocations.items():
+            target = root.uuid if rp in child_ids else rp
+            for rc, amount in res.items():
+                allocs.setdefault(target, {})[rc] = allocs.get(target, {}).get(rc, 0) + amount
+        new_allocs[consumer.uuid] = allocs
+    typed = _typed(moving)
+    tree = child_ids | {root.uuid}
+    before = _numa_usages(moving, {c.uuid: c.allocations for c in moving}, tree)
+    after = _numa_usages(moving, new_allocs, tree)
+    summary = [f"host {host.host}: collapse {len(cells)} NUMA cells -> flat compute node"]
+    summary += [f"  {rc}: {inv.total} (reserved {inv.reserved}, ratio {inv.allocation_ratio:g})" for rc, inv in sorted(final_root.items())]
+    summary.append(f"  {len(moving)} consumers moved back to {host.host}; delete {len(children)} child providers")
+    summary.append(f"  usages before {before}, after {after}")
+    summary.append("  the host's NUMA distance matrix no longer applies (delete it)")
+    return Plan(
+        direction="to_flat",
+        host=host.host,
+        root_provider_uuid=root.uuid,
+        microversion="1.38" if typed else "1.30",
+        body={
+            "inventories": inventories,
+            "allocations": {c.uuid: _consumer_entry(c, new_allocs[c.uuid], typed) for c in moving},
+        },
+        delete_providers=tuple(p.uuid for p in children),
+        placements={c.uuid: {host.host: new_allocs[c.uuid].get(root.uuid, {})} for c in moving},
+        usages_before=before,
+        usages_after=after,
+        summary=tuple(summary),
+    )
