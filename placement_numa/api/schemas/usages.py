@@ -1,0 +1,51 @@
+"""Query string of ``GET /usages``: ``project_id`` (required), ``user_id``, ``consumer_type`` (1.38+)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from collections.abc import Mapping
+
+from placement_numa.errors import BadRequest
+
+__all__ = ["UsagesQuery", "parse_usages_query"]
+
+_CONSUMER_TYPE = re.compile(r"^[A-Z0-9_]+$|^all|^unknown$")
+
+
+@dataclass(frozen=True, slots=True)
+class UsagesQuery:
+    project_id: str
+    user_id: str | None
+    consumer_type: str | None
+
+
+def _check_length(name: str, value: str) -> None:
+    if not 1 <= len(value) <= 255:
+        raise BadRequest(
+            f"Invalid query string parameters: '{value}' is too "
+            f"{'short' if not value else 'long'} for '{name}'"
+        )
+
+
+def parse_usages_query(params: Mapping[str, str], *, consumer_types: bool) -> UsagesQuery:
+    """Validate the query string as Placement's schema does (400 on unknown or bad keys)."""
+    allowed = {"project_id", "user_id"} | ({"consumer_type"} if consumer_types else set())
+    extra = sorted(set(params) - allowed)
+    if extra:
+        names = ", ".join(f"'{key}'" for key in extra)
+        raise BadRequest(
+            f"Invalid query string parameters: Additional properties are not allowed ({names}"
+            f" {'was' if len(extra) == 1 else 'were'} unexpected)"
+        )
+    if "project_id" not in params:
+        raise BadRequest("Invalid query string parameters: 'project_id' is a required property")
+    for key in allowed & set(params):
+        _check_length(key, params[key])
+    consumer_type = params.get("consumer_type")
+    if consumer_type is not None and not _CONSUMER_TYPE.search(consumer_type):
+        raise BadRequest(
+            f"Invalid query string parameters: '{consumer_type}' does not match"
+            " '^[A-Z0-9_]+$|^all|^unknown$'"
+        )
+    return UsagesQuery(params["project_id"], params.get("user_id"), consumer_type)
