@@ -1,0 +1,149 @@
+"""Nova's precedence rules between flavor extra specs and image properties, one function per
+setting. Each returns the effective value or raises ``InvalidFlavor`` naming the keys at fault.
+
+Rules carried over from ``nova.virt.hardware`` (behaviour, not code):
+
+* ``hw:numa_nodes`` / ``hw_numa_nodes``: an integer >= 1; the image may not set it when the
+  flavor does (``ImageNUMATopologyForbidden``);
+* ``hw:mem_page_size``: the image may ask a page size only when the flavor says ``large`` or
+  ``any`` (``MemoryPageSizeForbidden``); the image's then wins;
+* ``hw:cpu_policy``: ``shared`` | ``dedicated`` | ``mixed``; a flavor ``dedicated`` wins, an
+  image may not ask more pinning than the flavor allows (``ImageCPUPinningForbidden``);
+* ``hw:cpu_thread_policy``: ``prefer`` | ``isolate`` | ``require``; ``isolate``/``require``
+  from the flavor win over the image's.
+"""
+
+from __future__ import annotations
+
+from placement_numa.errors import BadRequest
+from placement_numa.numa.extra_specs import SpecValue, flavor_and_image
+from placement_numa.numa.flavor import Flavor, ImageProperties
+from placement_numa.numa.page_sizes import PageSizeError, PageSizeRequest, parse_page_size
+
+__all__ = [
+    "INVALID_FLAVOR_CODE",
+    "InvalidFlavor",
+    "numa_nodes",
+    "page_size",
+    "cpu_policy",
+    "thread_policy",
+    "emulator_threads_isolate",
+]
+
+INVALID_FLAVOR_CODE = "placement_numa.flavor.invalid"
+CPU_POLICIES = ("shared", "dedicated", "mixed")
+THREAD_POLICIES = ("prefer", "isolate", "require")
+EMULATOR_POLICIES = ("share", "isolate")
+
+
+class InvalidFlavor(BadRequest):
+    """400 ``placement_numa.flavor.invalid``: the flavor/image cannot be turned into a query.
+
+    ``keys`` are the offending extra spec / image property names; the detail starts with them.
+    """
+
+    default_code = INVALID_FLAVOR_CODE
+
+    def __init__(self, keys: list[str] | tuple[str, ...], message: str) -> None:
+        self.keys = tuple(keys)
+        super().__init__(f"Invalid flavor ({', '.join(self.keys)}): {message}")
+
+
+def numa_nodes(flavor: Flavor, image: ImageProperties | None) -> tuple[int | None, str | None]:
+    """The guest NUMA cell count and the key that set it, or ``(None, None)``."""
+    from_flavor, from_image = flavor_and_image(flavor, image, "numa_nodes")
+    if from_flavor and from_image:
+        raise InvalidFlavor(
+            [from_flavor.key, from_image.key],
+            f"image property '{from_image.key}' may not override the NUMA configuration set"
+            " by the flavor",
+        )
+    chosen = from_flavor or from_image
+    if chosen is None:
+        return None, None
+    try:
+        count = int(chosen.value)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise InvalidFlavor([chosen.key], f"must be an integer >= 1, got '{chosen.value}'")
+    return count, chosen.key
+
+
+def _parse(spec: SpecValue) -> PageSizeRequest:
+    try:
+        return parse_page_size(spec.value)
+    except PageSizeError as exc:
+        raise InvalidFlavor([spec.key], str(exc)) from None
+
+
+def page_size(flavor: Flavor, image: ImageProperties | None) -> tuple[PageSizeRequest | None, str | None]:
+    """The effective page-size request and the key that set it, or ``(None, None)``."""
+    from_flavor, from_image = flavor_and_image(flavor, image, "mem_page_size")
+    if from_image and not from_flavor:
+        raise InvalidFlavor(
+            [from_image.key],
+            f"page size '{from_image.value}' is forbidden: the flavor sets no hw:mem_page_size",
+        )
+    if from_flavor is None:
+        return None, None
+    request = _parse(from_flavor)
+    if from_image is not None:
+        if request.kind not in ("large", "any"):
+            raise InvalidFlavor(
+                [from_flavor.key, from_image.key],
+                f"page size '{from_image.value}' is forbidden against '{from_flavor.value}'",
+            )
+        return _parse(from_image), from_image.key
+    return request, from_flavor.key
+
+
+def cpu_policy(flavor: Flavor, image: ImageProperties | None) -> tuple[str | None, str | None]:
+    """The effective CPU policy (``shared``/``dedicated``/``mixed``) and its key, or ``(None, None)``."""
+    from_flavor, from_image = flavor_and_image(flavor, image, "cpu_policy")
+    for spec in (from_flavor, from_image):
+        if spec is not None and spec.value not in CPU_POLICIES:
+            raise InvalidFlavor([spec.key], f"'{spec.value}' is not one of {', '.join(CPU_POLICIES)}")
+    if from_flavor is not None:
+        if from_image is not None:
+            allowed = {"dedicated": CPU_POLICIES, "mixed": ("shared", "mixed"), "shared": ("shared",)}
+            if from_image.value not in allowed[from_flavor.value]:
+                raise InvalidFlavor(
+                    [from_flavor.key, from_image.key],
+                    f"image CPU pinning policy '{from_image.value}' is forbidden by the flavor's"
+                    f" '{from_flavor.value}'",
+                )
+        return from_flavor.value, from_flavor.key
+    if from_image is not None:
+        return from_image.value, from_image.key
+    return None, None
+
+
+def thread_policy(flavor: Flavor, image: ImageProperties | None) -> tuple[str | None, str | None]:
+    """The effective CPU thread policy and its key, or ``(None, None)``."""
+    from_flavor, from_image = flavor_and_image(flavor, image, "cpu_thread_policy")
+    for spec in (from_flavor, from_image):
+        if spec is not None and spec.value not in THREAD_POLICIES:
+            raise InvalidFlavor(
+                [spec.key], f"'{spec.value}' is not one of {', '.join(THREAD_POLICIES)}"
+            )
+    for spec in (from_flavor, from_image):
+        if spec is not None and spec.value in ("isolate", "require"):
+            return spec.value, spec.key
+    for spec in (from_flavor, from_image):
+        if spec is not None:
+            return spec.value, spec.key
+    return None, None
+
+
+def emulator_threads_isolate(flavor: Flavor) -> tuple[bool, str | None]:
+    """Whether ``hw:emulator_threads_policy=isolate`` (one more dedicated CPU)."""
+    value = flavor.spec("hw:emulator_threads_policy")
+    if value is None:
+        return False, None
+    if value not in EMULATOR_POLICIES:
+        raise InvalidFlavor(
+            ["hw:emulator_threads_policy"],
+            f"'{value}' is not one of {', '.join(EMULATOR_POLICIES)}",
+        )
+    return value == "isolate", "hw:emulator_threads_policy"

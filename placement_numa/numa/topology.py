@@ -1,0 +1,112 @@
+"""The guest NUMA topology of a (validated) flavor and image: which guest CPUs and how much
+memory each guest cell gets, and which of its CPUs are dedicated (``PCPU``) or shared (``VCPU``).
+
+Nova semantics (``nova.virt.hardware.numa_get_constraints``):
+
+* ``hw:numa_nodes=N`` makes N cells; CPUs and memory split evenly unless ``hw:numa_cpus.N`` /
+  ``hw:numa_mem.N`` assign them (memory split evenly when only CPUs are listed, as in the
+  Nova spec's third example);
+* a page size or pinned CPUs (``dedicated``/``mixed``) without ``hw:numa_nodes`` imply one cell
+  whose count is not fixed by the flavor (``fixed_cell_count`` false, so KEP-2902 distribution
+  may widen it);
+* ``dedicated``: every CPU is a ``PCPU``; ``mixed``: ``hw:cpu_dedicated_mask`` CPUs are ``PCPU``,
+  the rest ``VCPU``; otherwise ``VCPU``;
+* ``hw:emulator_threads_policy=isolate``: one more ``PCPU`` on the host cell of guest cell 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from placement_numa.numa import resolve
+from placement_numa.numa.cpu_spec import parse_cpu_spec
+from placement_numa.numa.distribute import split_evenly
+from placement_numa.numa.flavor import Flavor, ImageProperties
+from placement_numa.numa.page_sizes import PageSizeRequest
+from placement_numa.numa.validation import dedicated_mask, effective_cells, is_numa_flavor, validate
+
+__all__ = ["GuestCell", "GuestTopology", "guest_topology"]
+
+
+@dataclass(frozen=True, slots=True)
+class GuestCell:
+    """One guest NUMA cell: guest CPU ids, memory (MiB), and its ``VCPU``/``PCPU`` amounts."""
+
+    index: int
+    cpus: frozenset[int]
+    memory_mb: int
+    vcpu: int
+    pcpu: int
+
+    @property
+    def cpu_count(self) -> int:
+        return self.vcpu + self.pcpu
+
+
+@dataclass(frozen=True, slots=True)
+class GuestTopology:
+    """The guest cells plus the per-instance settings the translation needs."""
+
+    cells: tuple[GuestCell, ...]
+    page_size: PageSizeRequest
+    cpu_policy: str | None
+    thread_policy: str | None
+    emulator_threads_isolate: bool
+    fixed_cell_count: bool
+
+
+def _even_cpus(vcpus: int, parts: int) -> list[frozenset[int]]:
+    counts = split_evenly(vcpus, parts)
+    result, start = [], 0
+    for count in counts:
+        result.append(frozenset(range(start, start + count)))
+        start += count
+    return result
+
+
+def guest_topology(
+    flavor: Flavor, image: ImageProperties | None = None, *, cell_count: int | None = None
+) -> GuestTopology | None:
+    """The guest topology, or ``None`` for a flavor without NUMA request.
+
+    ``cell_count`` overrides the implicit single cell of a flavor that does not fix its count
+    (KEP-2902 distribution: CPUs and memory split evenly, remainder striped). Validates first:
+    raises ``InvalidFlavor`` (400) like ``validation.validate``.
+    """
+    validate(flavor, image)
+    if not is_numa_flavor(flavor, image):
+        return None
+    nodes, _ = resolve.numa_nodes(flavor, image)
+    size, _ = resolve.page_size(flavor, image)
+    page = size or PageSizeRequest("small")
+    policy, _ = resolve.cpu_policy(flavor, image)
+    threads, _ = resolve.thread_policy(flavor, image)
+    emulator, _ = resolve.emulator_threads_isolate(flavor)
+    fixed = nodes is not None
+    count = nodes if nodes is not None else (cell_count or 1)
+
+    cpu_specs = effective_cells(flavor, image, "cpus")
+    mem_specs = effective_cells(flavor, image, "mem")
+    if cpu_specs:
+        cpus = [parse_cpu_spec(cpu_specs[i].value) for i in range(count)]
+    else:
+        cpus = _even_cpus(flavor.vcpus, count)
+    if mem_specs:
+        memory = [int(mem_specs[i].value) for i in range(count)]
+    else:
+        memory = split_evenly(flavor.memory_mb, count, page.step_mb if not fixed else 1)
+
+    mask = dedicated_mask(flavor) if policy == "mixed" else None
+    cells = []
+    for index in range(count):
+        if policy == "dedicated":
+            pcpu = len(cpus[index])
+        elif mask is not None:
+            pcpu = len(cpus[index] & mask)
+        else:
+            pcpu = 0
+        vcpu = len(cpus[index]) - pcpu
+        if emulator and index == 0:
+            pcpu += 1
+        cells.append(GuestCell(index, cpus[index], memory[index], vcpu, pcpu))
+    return GuestTopology(tuple(cells), page, policy, threads, emulator, fixed)

@@ -1,0 +1,220 @@
+"""Flavor + image -> request groups with ``same_subtree`` (the Nova spec's translation).
+
+For each guest cell ``i`` (1-based, as the spec writes them)::
+
+    resources_MEMi=MEMORY_MB:<cell MiB>      required_MEMi=<page-size trait>   (none for "any")
+    resources_PROCi=VCPU:<shared>,PCPU:<dedicated>
+    required_NUMAi=HW_NUMA_ROOT
+    same_subtree=_MEMi,_PROCi,_NUMAi
+    group_policy=none
+
+plus the unsuffixed group (``DISK_GB`` = root + ephemeral + swap, and the flavor's own
+``resources:``/``trait:`` extra specs) and the flavor's numbered ``resources$S``/``trait$S``
+groups. Thread policies become ``root_required`` (``require``) or forbidden (``isolate``)
+``HW_CPU_HYPERTHREADING`` on the compute node.
+
+With ``group_policy=isolate`` the resourceless ``_NUMAi`` anchors cannot coexist with ``_PROCi``
+on the same cell provider (isolate counts every suffixed group, as Placement does), so the
+anchor is folded into ``_PROCi`` (``required_PROCi=HW_NUMA_ROOT``, ``same_subtree=_MEMi,_PROCi``).
+
+Guest cells on distinct host cells: ``NumaQuery.anchors`` lists the suffix of each cell's anchor
+group; the search must map them to distinct providers (Nova's NUMATopologyFilter rule, enforced
+here as a search constraint).
+
+A flavor without NUMA request gets one unsuffixed group with ``!HW_NUMA_ROOT`` (never a NUMA
+host). A NUMA flavor also gets a ``fallback`` query for hosts not reshaped yet
+(``!HW_NON_NUMA,!HW_NUMA_ROOT``), whose candidates rank after every NUMA fit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from placement_numa.domain.request_groups import CandidateQuery, RequestGroup
+from placement_numa.numa.extra_specs import granular_specs
+from placement_numa.numa.flavor import Flavor, ImageProperties
+from placement_numa.numa.query_string import to_query_string
+from placement_numa.numa.topology import GuestTopology, guest_topology
+
+__all__ = ["CellGroups", "NumaQuery", "translate", "HW_NUMA_ROOT", "HW_NON_NUMA", "HYPERTHREADING"]
+
+HW_NUMA_ROOT = "HW_NUMA_ROOT"
+HW_NON_NUMA = "HW_NON_NUMA"
+HYPERTHREADING = "HW_CPU_HYPERTHREADING"
+_PLACED = ("VCPU", "PCPU", "MEMORY_MB")
+
+
+@dataclass(frozen=True, slots=True)
+class CellGroups:
+    """The request groups of one guest cell: ``anchor`` lands on the host NUMA cell provider."""
+
+    index: int
+    anchor: str
+    proc: str
+    mem: str
+
+
+@dataclass(frozen=True)
+class NumaQuery:
+    """A translated flavor.
+
+    * ``query``: the main query (NUMA-anchored for NUMA flavors, ``!HW_NUMA_ROOT`` otherwise);
+    * ``cells``: the groups of each guest cell (empty without NUMA request);
+    * ``fallback``: the query for non-reshaped hosts (NUMA flavors only);
+    * ``topology``: the guest topology (``None`` without NUMA request);
+    * ``cpu_classes``: the CPU resource classes asked (for the spread score).
+    """
+
+    query: CandidateQuery
+    cells: tuple[CellGroups, ...]
+    fallback: CandidateQuery | None
+    topology: GuestTopology | None
+    cpu_classes: tuple[str, ...]
+
+    @property
+    def anchors(self) -> tuple[str, ...]:
+        """Suffixes that must land on distinct providers (one host NUMA cell per guest cell)."""
+        return tuple(cell.anchor for cell in self.cells)
+
+    @property
+    def explain(self) -> str:
+        """The main query as a ``GET /allocation_candidates`` query string."""
+        return to_query_string(self.query)
+
+
+def _extra_groups(flavor: Flavor, skip_placed: bool) -> tuple[dict[str, int], set[str], set[str], list[RequestGroup]]:
+    """Unsuffixed resources/required/forbidden from ``resources:``/``trait:`` specs, and the
+    numbered groups."""
+    unsuffixed: dict[str, int] = {}
+    required: set[str] = set()
+    forbidden: set[str] = set()
+    numbered: list[RequestGroup] = []
+    for suffix, spec in sorted(granular_specs(flavor).items()):
+        resources = {
+            rc: int(v.value)
+            for rc, v in spec.resources.items()
+            if not (skip_placed and rc in _PLACED)
+        }
+        req = frozenset(t for t, v in spec.traits.items() if v.value == "required")
+        forb = frozenset(t for t, v in spec.traits.items() if v.value == "forbidden")
+        if suffix == "":
+            unsuffixed.update(resources)
+            required |= req
+            forbidden |= forb
+        else:
+            numbered.append(RequestGroup(
+                suffix=suffix,
+                resources={rc: n for rc, n in resources.items() if n > 0},
+                required_traits=req,
+                forbidden_traits=forb,
+            ))
+    return unsuffixed, required, forbidden, numbered
+
+
+def _root_traits(topology: GuestTopology | None) -> tuple[frozenset[str], frozenset[str]]:
+    if topology is None or topology.thread_policy is None:
+        return frozenset(), frozenset()
+    if topology.thread_policy == "require":
+        return frozenset({HYPERTHREADING}), frozenset()
+    if topology.thread_policy == "isolate":
+        return frozenset(), frozenset({HYPERTHREADING})
+    return frozenset(), frozenset()
+
+
+def _flat_query(
+    flavor: Flavor, topology: GuestTopology | None, forbidden_extra: frozenset[str]
+) -> CandidateQuery:
+    """One unsuffixed group with the whole flavor (non-NUMA flavors and the fallback)."""
+    extra, required, forbidden, numbered = _extra_groups(flavor, skip_placed=topology is not None)
+    if topology is not None:
+        vcpu = sum(c.vcpu for c in topology.cells)
+        pcpu = sum(c.pcpu for c in topology.cells)
+    else:
+        vcpu, pcpu = flavor.vcpus, 0
+    resources: dict[str, int] = {}
+    if vcpu:
+        resources["VCPU"] = vcpu
+    if pcpu:
+        resources["PCPU"] = pcpu
+    resources["MEMORY_MB"] = flavor.memory_mb
+    if flavor.disk_gb:
+        resources["DISK_GB"] = flavor.disk_gb
+    resources.update(extra)
+    resources = {rc: n for rc, n in resources.items() if n > 0}
+    root_required, root_forbidden = _root_traits(topology)
+    policy = flavor.spec("group_policy")
+    return CandidateQuery(
+        groups=(
+            RequestGroup(
+                suffix=None,
+                resources=resources,
+                required_traits=frozenset(required),
+                forbidden_traits=frozenset(forbidden) | forbidden_extra,
+            ),
+            *numbered,
+        ),
+        group_policy=policy if policy in ("none", "isolate") else ("none" if len(numbered) > 1 else None),  # type: ignore[arg-type]
+        root_required=root_required,
+        root_forbidden=root_forbidden,
+    )
+
+
+def translate(
+    flavor: Flavor, image: ImageProperties | None = None, *, cell_count: int | None = None
+) -> NumaQuery:
+    """Translate a flavor (and image) into a ``NumaQuery``.
+
+    ``cell_count`` widens a flavor that does not fix its cell count (KEP-2902 distribution).
+    Raises ``InvalidFlavor`` (400, ``placement_numa.flavor.invalid``) naming the offending keys.
+    """
+    topology = guest_topology(flavor, image, cell_count=cell_count)
+    if topology is None:
+        query = _flat_query(flavor, None, frozenset({HW_NUMA_ROOT}))
+        return NumaQuery(query, (), None, None, ("VCPU",))
+
+    isolate = flavor.spec("group_policy") == "isolate"
+    extra, required, forbidden, numbered = _extra_groups(flavor, skip_placed=True)
+    groups: list[RequestGroup] = []
+    disk = {"DISK_GB": flavor.disk_gb} if flavor.disk_gb else {}
+    unsuffixed = {**disk, **{rc: n for rc, n in extra.items() if n > 0}}
+    if unsuffixed or required or forbidden:
+        groups.append(RequestGroup(
+            suffix=None, resources=unsuffixed,
+            required_traits=frozenset(required), forbidden_traits=frozenset(forbidden),
+        ))
+    cells: list[CellGroups] = []
+    subtrees: list[frozenset[str]] = []
+    page_traits = topology.page_size.required_traits()
+    for cell in topology.cells:
+        n = cell.index + 1
+        mem, proc, anchor = f"_MEM{n}", f"_PROC{n}", f"_NUMA{n}"
+        cpu: dict[str, int] = {}
+        if cell.vcpu:
+            cpu["VCPU"] = cell.vcpu
+        if cell.pcpu:
+            cpu["PCPU"] = cell.pcpu
+        groups.append(RequestGroup(suffix=mem, resources={"MEMORY_MB": cell.memory_mb},
+                                   required_traits=page_traits))
+        if isolate:
+            groups.append(RequestGroup(suffix=proc, resources=cpu,
+                                       required_traits=frozenset({HW_NUMA_ROOT})))
+            cells.append(CellGroups(cell.index, proc, proc, mem))
+            subtrees.append(frozenset({mem, proc}))
+        else:
+            groups.append(RequestGroup(suffix=proc, resources=cpu))
+            groups.append(RequestGroup(suffix=anchor, required_traits=frozenset({HW_NUMA_ROOT})))
+            cells.append(CellGroups(cell.index, anchor, proc, mem))
+            subtrees.append(frozenset({mem, proc, anchor}))
+    groups.extend(numbered)
+    root_required, root_forbidden = _root_traits(topology)
+    query = CandidateQuery(
+        groups=tuple(groups),
+        group_policy="isolate" if isolate else "none",
+        same_subtree=tuple(subtrees),
+        root_required=root_required,
+        root_forbidden=root_forbidden,
+    )
+    fallback = _flat_query(flavor, topology, frozenset({HW_NON_NUMA, HW_NUMA_ROOT}))
+    classes = tuple(rc for rc in ("VCPU", "PCPU") if any(
+        (c.vcpu if rc == "VCPU" else c.pcpu) for c in topology.cells))
+    return NumaQuery(query, tuple(cells), fallback, topology, classes)

@@ -1,0 +1,330 @@
+"""Nova's rules for NUMA flavors, as a list of small named checks.
+
+Each check takes ``(flavor, image)`` and raises ``InvalidFlavor`` (400,
+``placement_numa.flavor.invalid``, a ``placement_numa.errors.BadRequest``) whose detail starts
+with the offending keys. ``validate`` runs them in ``CHECKS`` order; the first failure wins.
+The Nova exception each one mirrors is named in its docstring (behaviour of
+``nova.virt.hardware.numa_get_constraints`` and ``nova.scheduler.utils.ResourceRequest``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from placement_numa.names import CUSTOM_NAME_RE
+from placement_numa.numa import resolve
+from placement_numa.numa.cpu_spec import CpuSpecError, format_cpu_set, parse_cpu_spec
+from placement_numa.numa.extra_specs import SpecValue, cell_specs, granular_specs
+from placement_numa.numa.flavor import Flavor, ImageProperties
+from placement_numa.numa.resolve import InvalidFlavor
+
+__all__ = ["Check", "CHECKS", "validate", "effective_cells", "InvalidFlavor", "is_numa_flavor"]
+
+Check = Callable[[Flavor, ImageProperties | None], None]
+_NAME_RE = r"^[A-Z0-9_]+$"
+CPU_CLASSES = ("VCPU", "PCPU")
+
+
+def effective_cells(
+    flavor: Flavor, image: ImageProperties | None, kind: str
+) -> dict[int, SpecValue]:
+    """``hw:numa_<kind>.N`` of the flavor, else ``hw_numa_<kind>.N`` of the image."""
+    from_flavor, from_image = cell_specs(flavor, image, kind)
+    return from_flavor or from_image
+
+
+def is_numa_flavor(flavor: Flavor, image: ImageProperties | None) -> bool:
+    """True when the flavor/image asks for a guest NUMA topology: ``hw:numa_nodes``, a page
+    size, or pinned CPUs (``dedicated``/``mixed``), as in Nova where the last two imply one cell."""
+    nodes, _ = resolve.numa_nodes(flavor, image)
+    size, _ = resolve.page_size(flavor, image)
+    policy, _ = resolve.cpu_policy(flavor, image)
+    return nodes is not None or size is not None or policy in ("dedicated", "mixed")
+
+
+def check_flavor_sizes(flavor: Flavor, image: ImageProperties | None) -> None:
+    """vcpus >= 1, memory_mb >= 1, disk sizes >= 0."""
+    for name in ("vcpus", "memory_mb"):
+        if getattr(flavor, name) < 1:
+            raise InvalidFlavor([name], f"must be >= 1, got {getattr(flavor, name)}")
+    for name in ("root_gb", "ephemeral_gb", "swap"):
+        if getattr(flavor, name) < 0:
+            raise InvalidFlavor([name], f"must be >= 0, got {getattr(flavor, name)}")
+
+
+def check_numa_nodes(flavor: Flavor, image: ImageProperties | None) -> None:
+    """``hw:numa_nodes`` is an integer >= 1, set by flavor or image, not both
+    (``InvalidNUMANodesNumber``, ``ImageNUMATopologyForbidden``)."""
+    resolve.numa_nodes(flavor, image)
+
+
+def check_cell_lists_not_overridden(flavor: Flavor, image: ImageProperties | None) -> None:
+    """The image may not set ``hw_numa_cpus.N``/``hw_numa_mem.N`` when the flavor sets the
+    same list (``ImageNUMATopologyForbidden``)."""
+    for kind in ("cpus", "mem"):
+        from_flavor, from_image = cell_specs(flavor, image, kind)
+        if from_flavor and from_image:
+            keys = [v.key for v in from_flavor.values()] + [v.key for v in from_image.values()]
+            raise InvalidFlavor(
+                sorted(keys), f"image properties may not override the flavor's hw:numa_{kind}.N"
+            )
+
+
+def check_cell_keys_within_nodes(flavor: Flavor, image: ImageProperties | None) -> None:
+    """``hw:numa_cpus.N``/``hw:numa_mem.N`` need ``hw:numa_nodes`` and ``N < hw:numa_nodes``."""
+    nodes, nodes_key = resolve.numa_nodes(flavor, image)
+    for kind in ("cpus", "mem"):
+        cells = effective_cells(flavor, image, kind)
+        if cells and nodes is None:
+            raise InvalidFlavor(
+                sorted(v.key for v in cells.values()), "hw:numa_nodes must be set as well"
+            )
+        beyond = sorted(v.key for n, v in cells.items() if nodes is not None and n >= nodes)
+        if beyond:
+            raise InvalidFlavor(
+                beyond + [nodes_key or "hw:numa_nodes"],
+                f"guest NUMA cells are numbered 0..{(nodes or 1) - 1}",
+            )
+
+
+def check_cell_lists_complete(flavor: Flavor, image: ImageProperties | None) -> None:
+    """A CPU or memory list, once given, covers every guest cell (``ImageNUMATopologyIncomplete``)."""
+    nodes, _ = resolve.numa_nodes(flavor, image)
+    if nodes is None:
+        return
+    for kind in ("cpus", "mem"):
+        cells = effective_cells(flavor, image, kind)
+        if cells:
+            prefix = next(iter(cells.values())).key.rsplit(".", 1)[0]
+            missing = [f"{prefix}.{n}" for n in range(nodes) if n not in cells]
+            if missing:
+                raise InvalidFlavor(
+                    missing, f"CPU and memory allocation must be provided for all {nodes} NUMA cells"
+                )
+
+
+def _cell_cpus(flavor: Flavor, image: ImageProperties | None) -> dict[int, tuple[str, frozenset[int]]]:
+    result: dict[int, tuple[str, frozenset[int]]] = {}
+    for cell, spec in sorted(effective_cells(flavor, image, "cpus").items()):
+        try:
+            result[cell] = (spec.key, parse_cpu_spec(spec.value))
+        except CpuSpecError as exc:
+            raise InvalidFlavor([spec.key], str(exc)) from None
+    return result
+
+
+def check_cell_cpus(flavor: Flavor, image: ImageProperties | None) -> None:
+    """Guest CPU lists: well formed, each CPU < vcpus (``ImageNUMATopologyCPUOutOfRange``), in
+    one cell only (``ImageNUMATopologyCPUDuplicates``), every CPU assigned
+    (``ImageNUMATopologyCPUsUnassigned``)."""
+    cells = _cell_cpus(flavor, image)
+    if not cells:
+        return
+    owner: dict[int, str] = {}
+    for key, cpus in cells.values():
+        for cpu in sorted(cpus):
+            if cpu >= flavor.vcpus:
+                raise InvalidFlavor(
+                    [key], f"CPU number {cpu} is larger than max {flavor.vcpus - 1}"
+                )
+            if cpu in owner:
+                raise InvalidFlavor([owner[cpu], key], f"CPU number {cpu} is assigned to two cells")
+            owner[cpu] = key
+    unassigned = set(range(flavor.vcpus)) - set(owner)
+    if unassigned:
+        raise InvalidFlavor(
+            sorted({key for key, _ in cells.values()}),
+            f"CPU number(s) {format_cpu_set(unassigned)} are not assigned to any cell",
+        )
+
+
+def check_cell_memory(flavor: Flavor, image: ImageProperties | None) -> None:
+    """``hw:numa_mem.N`` are integers >= 1 (MiB) summing to the flavor's RAM
+    (``ImageNUMATopologyMemoryOutOfRange``)."""
+    cells = effective_cells(flavor, image, "mem")
+    if not cells:
+        return
+    total = 0
+    for spec in cells.values():
+        try:
+            amount = int(spec.value)
+        except ValueError:
+            amount = 0
+        if amount < 1:
+            raise InvalidFlavor([spec.key], f"must be an integer >= 1 (MiB), got '{spec.value}'")
+        total += amount
+    if total != flavor.memory_mb:
+        raise InvalidFlavor(
+            sorted(v.key for v in cells.values()),
+            f"{total} MB of memory assigned, but expected {flavor.memory_mb} MB",
+        )
+
+
+def check_even_split(flavor: Flavor, image: ImageProperties | None) -> None:
+    """Without explicit lists, vcpus and RAM must divide evenly by the cell count
+    (``ImageNUMATopologyAsymmetric``)."""
+    nodes, nodes_key = resolve.numa_nodes(flavor, image)
+    if nodes is None or nodes_key is None:
+        return
+    if not effective_cells(flavor, image, "cpus") and flavor.vcpus % nodes:
+        raise InvalidFlavor(
+            [nodes_key, "vcpus"],
+            f"{flavor.vcpus} CPUs cannot be evenly distributed across {nodes} NUMA cells;"
+            " assign them explicitly with hw:numa_cpus.N",
+        )
+    if not effective_cells(flavor, image, "mem") and flavor.memory_mb % nodes:
+        raise InvalidFlavor(
+            [nodes_key, "memory_mb"],
+            f"{flavor.memory_mb} MB cannot be evenly distributed across {nodes} NUMA cells;"
+            " assign it explicitly with hw:numa_mem.N",
+        )
+
+
+def check_page_size(flavor: Flavor, image: ImageProperties | None) -> None:
+    """``hw:mem_page_size`` parses (``MemoryPageSizeInvalid``) and the image may only refine
+    ``large``/``any`` (``MemoryPageSizeForbidden``)."""
+    resolve.page_size(flavor, image)
+
+
+def check_cpu_policy(flavor: Flavor, image: ImageProperties | None) -> None:
+    """``hw:cpu_policy`` is known and the image asks no more pinning than the flavor allows
+    (``ImageCPUPinningForbidden``)."""
+    resolve.cpu_policy(flavor, image)
+
+
+def check_thread_policy(flavor: Flavor, image: ImageProperties | None) -> None:
+    """A thread policy needs dedicated CPUs (``CPUThreadPolicyConfigInvalid``)."""
+    policy, key = resolve.thread_policy(flavor, image)
+    cpu_policy, cpu_key = resolve.cpu_policy(flavor, image)
+    if policy is not None and key is not None and cpu_policy not in ("dedicated", "mixed"):
+        raise InvalidFlavor(
+            [key] + ([cpu_key] if cpu_key else []),
+            "a CPU thread policy needs hw:cpu_policy=dedicated or mixed",
+        )
+
+
+def check_emulator_threads(flavor: Flavor, image: ImageProperties | None) -> None:
+    """``hw:emulator_threads_policy=isolate`` needs dedicated CPUs
+    (``BadRequirementEmulatorThreadsPolicy``)."""
+    isolate, key = resolve.emulator_threads_isolate(flavor)
+    cpu_policy, cpu_key = resolve.cpu_policy(flavor, image)
+    if isolate and key is not None and cpu_policy not in ("dedicated", "mixed"):
+        raise InvalidFlavor(
+            [key] + ([cpu_key] if cpu_key else []),
+            "isolated emulator threads need hw:cpu_policy=dedicated or mixed",
+        )
+
+
+def dedicated_mask(flavor: Flavor) -> frozenset[int] | None:
+    """The dedicated guest CPUs of a ``mixed`` flavor (``hw:cpu_dedicated_mask``), or ``None``."""
+    value = flavor.spec("hw:cpu_dedicated_mask")
+    if value is None:
+        return None
+    try:
+        return parse_cpu_spec(value, universe=frozenset(range(flavor.vcpus)))
+    except CpuSpecError as exc:
+        raise InvalidFlavor(["hw:cpu_dedicated_mask"], str(exc)) from None
+
+
+def check_dedicated_mask(flavor: Flavor, image: ImageProperties | None) -> None:
+    """``mixed`` needs ``hw:cpu_dedicated_mask`` and only ``mixed`` takes one
+    (``RequiredMixedInstancePolicy``/``RequiredMixedOrRealtimeCPUMask``); the mask lies within
+    the guest CPUs and leaves at least one shared and one dedicated CPU
+    (``MixedInstanceNotEnoughDedicatedCPUs``/``...SharedCPUs``)."""
+    policy, policy_key = resolve.cpu_policy(flavor, image)
+    mask = dedicated_mask(flavor)
+    if policy == "mixed" and mask is None:
+        raise InvalidFlavor([policy_key or "hw:cpu_policy", "hw:cpu_dedicated_mask"],
+                            "hw:cpu_policy=mixed needs hw:cpu_dedicated_mask")
+    if mask is None:
+        return
+    if policy != "mixed":
+        raise InvalidFlavor(["hw:cpu_dedicated_mask"] + ([policy_key] if policy_key else []),
+                            "hw:cpu_dedicated_mask needs hw:cpu_policy=mixed")
+    beyond = sorted(cpu for cpu in mask if cpu >= flavor.vcpus)
+    if beyond:
+        raise InvalidFlavor(["hw:cpu_dedicated_mask"],
+                            f"CPU number {beyond[0]} is larger than max {flavor.vcpus - 1}")
+    if not mask:
+        raise InvalidFlavor(["hw:cpu_dedicated_mask"], "no dedicated CPU left")
+    if len(mask) == flavor.vcpus:
+        raise InvalidFlavor(["hw:cpu_dedicated_mask"], "no shared CPU left for a mixed instance")
+
+
+def check_granular_specs(flavor: Flavor, image: ImageProperties | None) -> None:
+    """``resources[$S]:<RC>=<int >= 0>`` and ``trait[$S]:<T>=required|forbidden`` with
+    well-formed names; ``group_policy`` is ``none`` or ``isolate``."""
+    for spec in granular_specs(flavor).values():
+        for name, value in spec.resources.items():
+            if not _valid_name(name):
+                raise InvalidFlavor([value.key], f"'{name}' is not a resource class name")
+            if not value.value.isdigit():
+                raise InvalidFlavor([value.key], f"amount must be an integer >= 0, got '{value.value}'")
+        for name, value in spec.traits.items():
+            if not _valid_name(name):
+                raise InvalidFlavor([value.key], f"'{name}' is not a trait name")
+            if value.value not in ("required", "forbidden"):
+                raise InvalidFlavor([value.key], f"must be 'required' or 'forbidden', got '{value.value}'")
+    group_policy = flavor.spec("group_policy")
+    if group_policy is not None and group_policy not in ("none", "isolate"):
+        raise InvalidFlavor(["group_policy"], f"must be 'none' or 'isolate', got '{group_policy}'")
+
+
+def _valid_name(name: str) -> bool:
+    import re
+
+    return bool(re.match(_NAME_RE, name)) and (not name.startswith("CUSTOM_") or bool(CUSTOM_NAME_RE.match(name)))
+
+
+def check_cpu_resources(flavor: Flavor, image: ImageProperties | None) -> None:
+    """Explicit CPU/memory resources must not contradict the CPU policy or the NUMA layout:
+    ``resources:PCPU`` with ``shared``, ``resources:VCPU`` with ``dedicated``, both at once with
+    a policy, and any ``resources[$S]:VCPU|PCPU|MEMORY_MB`` on a NUMA flavor (the NUMA
+    translation places CPUs and memory itself)."""
+    granular = granular_specs(flavor)
+    unsuffixed = granular.get("", None)
+    explicit = unsuffixed.resources if unsuffixed else {}
+    policy, policy_key = resolve.cpu_policy(flavor, image)
+    keys = [policy_key] if policy_key else []
+    if policy == "shared" and "PCPU" in explicit:
+        raise InvalidFlavor([explicit["PCPU"].key] + keys, "PCPU conflicts with a shared CPU policy")
+    if policy == "dedicated" and "VCPU" in explicit and explicit["VCPU"].value != "0":
+        raise InvalidFlavor([explicit["VCPU"].key] + keys, "VCPU conflicts with a dedicated CPU policy")
+    if policy is not None and "VCPU" in explicit and "PCPU" in explicit:
+        raise InvalidFlavor([explicit["VCPU"].key, explicit["PCPU"].key] + keys,
+                            "explicit VCPU and PCPU conflict with hw:cpu_policy")
+    if is_numa_flavor(flavor, image):
+        placed = sorted(
+            value.key
+            for spec in granular.values()
+            for name, value in spec.resources.items()
+            if name in (*CPU_CLASSES, "MEMORY_MB")
+        )
+        if placed:
+            raise InvalidFlavor(placed, "a NUMA flavor's CPUs and memory are placed per NUMA cell;"
+                                        " drop the explicit resources")
+
+
+CHECKS: tuple[Check, ...] = (
+    check_flavor_sizes,
+    check_numa_nodes,
+    check_cell_lists_not_overridden,
+    check_cell_keys_within_nodes,
+    check_cell_lists_complete,
+    check_cell_cpus,
+    check_cell_memory,
+    check_even_split,
+    check_page_size,
+    check_cpu_policy,
+    check_thread_policy,
+    check_emulator_threads,
+    check_dedicated_mask,
+    check_granular_specs,
+    check_cpu_resources,
+)
+
+
+def validate(flavor: Flavor, image: ImageProperties | None = None) -> None:
+    """Run every check in ``CHECKS``; raises the first ``InvalidFlavor``."""
+    for check in CHECKS:
+        check(flavor, image)
