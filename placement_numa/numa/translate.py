@@ -62,7 +62,13 @@ class NumaQuery:
     * ``cells``: the groups of each guest cell (empty without NUMA request);
     * ``fallback``: the query for non-reshaped hosts (NUMA flavors only);
     * ``topology``: the guest topology (``None`` without NUMA request);
-    * ``cpu_classes``: the CPU resource classes asked (for the spread score).
+    * ``cpu_classes``: the CPU resource classes asked (for the spread score);
+    * ``search`` / ``search_cells``: the query the service runs. Guest cells must land on
+      distinct host cells; when the flavor has no numbered groups of its own (or asks
+      ``isolate``), this is the folded form under ``group_policy=isolate``, so the engine's
+      isolate rule enforces it while searching. Otherwise (numbered groups with
+      ``group_policy=none``) it is ``query`` and ``filter_anchors`` tells the caller to drop
+      candidates whose anchors share a provider.
     """
 
     query: CandidateQuery
@@ -70,6 +76,9 @@ class NumaQuery:
     fallback: CandidateQuery | None
     topology: GuestTopology | None
     cpu_classes: tuple[str, ...]
+    search: CandidateQuery | None = None
+    search_cells: tuple[CellGroups, ...] = ()
+    filter_anchors: bool = False
 
     @property
     def anchors(self) -> tuple[str, ...]:
@@ -77,9 +86,13 @@ class NumaQuery:
         return tuple(cell.anchor for cell in self.cells)
 
     @property
+    def search_query(self) -> CandidateQuery:
+        return self.search if self.search is not None else self.query
+
+    @property
     def explain(self) -> str:
-        """The main query as a ``GET /allocation_candidates`` query string."""
-        return to_query_string(self.query)
+        """The query the service runs, as a ``GET /allocation_candidates`` query string."""
+        return to_query_string(self.search_query)
 
 
 def _extra_groups(flavor: Flavor, skip_placed: bool) -> tuple[dict[str, int], set[str], set[str], list[RequestGroup]]:
@@ -170,9 +183,27 @@ def translate(
     topology = guest_topology(flavor, image, cell_count=cell_count)
     if topology is None:
         query = _flat_query(flavor, None, frozenset({HW_NUMA_ROOT}))
-        return NumaQuery(query, (), None, None, ("VCPU",))
+        return NumaQuery(query, (), None, None, ("VCPU",), query, (), False)
 
     isolate = flavor.spec("group_policy") == "isolate"
+    query, cells = _numa_query(flavor, topology, fold=isolate)
+    _, _, _, numbered = _extra_groups(flavor, skip_placed=True)
+    if isolate or not numbered:
+        search, search_cells = _numa_query(flavor, topology, fold=True)
+        filter_anchors = False
+    else:
+        search, search_cells, filter_anchors = query, cells, len(cells) > 1
+    fallback = _flat_query(flavor, topology, frozenset({HW_NON_NUMA, HW_NUMA_ROOT}))
+    classes = tuple(rc for rc in ("VCPU", "PCPU") if any(
+        (c.vcpu if rc == "VCPU" else c.pcpu) for c in topology.cells))
+    return NumaQuery(query, cells, fallback, topology, classes, search, search_cells, filter_anchors)
+
+
+def _numa_query(
+    flavor: Flavor, topology: GuestTopology, *, fold: bool
+) -> tuple[CandidateQuery, tuple[CellGroups, ...]]:
+    """The NUMA-anchored query: the spec's form, or with ``fold`` the anchors folded into the
+    CPU groups under ``group_policy=isolate``."""
     extra, required, forbidden, numbered = _extra_groups(flavor, skip_placed=True)
     groups: list[RequestGroup] = []
     disk = {"DISK_GB": flavor.disk_gb} if flavor.disk_gb else {}
@@ -195,7 +226,7 @@ def translate(
             cpu["PCPU"] = cell.pcpu
         groups.append(RequestGroup(suffix=mem, resources={"MEMORY_MB": cell.memory_mb},
                                    required_traits=page_traits))
-        if isolate:
+        if fold:
             groups.append(RequestGroup(suffix=proc, resources=cpu,
                                        required_traits=frozenset({HW_NUMA_ROOT})))
             cells.append(CellGroups(cell.index, proc, proc, mem))
@@ -209,12 +240,9 @@ def translate(
     root_required, root_forbidden = _root_traits(topology)
     query = CandidateQuery(
         groups=tuple(groups),
-        group_policy="isolate" if isolate else "none",
+        group_policy="isolate" if fold else "none",
         same_subtree=tuple(subtrees),
         root_required=root_required,
         root_forbidden=root_forbidden,
     )
-    fallback = _flat_query(flavor, topology, frozenset({HW_NON_NUMA, HW_NUMA_ROOT}))
-    classes = tuple(rc for rc in ("VCPU", "PCPU") if any(
-        (c.vcpu if rc == "VCPU" else c.pcpu) for c in topology.cells))
-    return NumaQuery(query, tuple(cells), fallback, topology, classes)
+    return query, tuple(cells)
