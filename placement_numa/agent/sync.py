@@ -1,0 +1,287 @@
+"""Reconcile a host's desired provider tree with Placement.
+
+One ``sync`` run, in order:
+
+1. find the compute node by name (its uuid may predate the agent) and read its tree;
+2. flat-host check: ``VCPU``/``PCPU``/``MEMORY_MB`` still on the root *with usage* means the
+   host must be reshaped first; the agent asks the reshape planner (``POST /reshaper/plan``
+   style API, when the service has one) and applies the plan with ``POST /reshaper``; without a
+   planner it reports and stops before writing anything. Without usage those classes are simply
+   dropped from the root;
+3. providers, parents first: create what is missing, re-parent what moved;
+4. per provider: inventories, then traits, each written only when they differ, with the
+   generation read just before; on 409 ``placement.concurrent_update`` the provider is re-read
+   and the diff recomputed (``max_retries`` times);
+5. providers of the agent (names ``<host>_NUMA...``) that vanished from the host: deleted,
+   deepest first, when nothing is allocated on them or below them; otherwise kept and reported;
+6. the distance matrix, through the NUMA topology API when the service has it.
+
+Traits other than the agent's own (``is_agent_trait``) and inventories of classes other than
+the ones the agent reports are left as they are, so other agents and operators can decorate
+the same providers. An unchanged host costs only GETs: no write is sent.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from placement_numa.agent.client import (
+    NotFoundError,
+    PlacementClient,
+    PlacementClientError,
+    ProviderConflict,
+    ProviderRecord,
+)
+from placement_numa.agent.desired_tree import (
+    ROOT_CLASSES,
+    DesiredProvider,
+    DesiredTree,
+    Inventory,
+    is_agent_trait,
+)
+
+__all__ = ["SyncReport", "SyncError", "ReshapeRequired", "sync"]
+
+LOG = logging.getLogger("placement_numa.agent")
+T = TypeVar("T")
+FLAT_CLASSES = ("VCPU", "PCPU", "MEMORY_MB")
+
+
+class SyncError(RuntimeError):
+    """The tree could not be brought in line; the message says which provider and why."""
+
+
+class ReshapeRequired(SyncError):
+    """The compute node is flat with allocations and no reshape planner is available."""
+
+
+@dataclass
+class SyncReport:
+    """What one run did: ``changes`` (one line per write), ``kept`` (vanished providers left in
+    place because of allocations), ``notes`` (skipped steps), ``writes`` (requests sent)."""
+
+    changes: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    writes: int = 0
+
+    def change(self, text: str) -> None:
+        self.changes.append(text)
+        LOG.info("%s", text)
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+        LOG.warning("%s", text)
+
+
+def _retrying(action: Callable[[], T], what: str, max_retries: int) -> T:
+    """Run ``action`` again (it re-reads what it needs) after a generation conflict."""
+    for attempt in range(max_retries + 1):
+        try:
+            return action()
+        except ProviderConflict as exc:
+            if not exc.is_generation_conflict or attempt == max_retries:
+                raise SyncError(f"{what}: {exc}") from exc
+            LOG.info("%s: generation conflict, re-reading (attempt %d)", what, attempt + 1)
+    raise AssertionError("unreachable")
+
+
+def _describe_inventory_change(current: Mapping[str, Inventory], wanted: Mapping[str, Inventory]) -> str:
+    parts = []
+    for rc in sorted(set(current) | set(wanted)):
+        old, new = current.get(rc), wanted.get(rc)
+        if old is None and new is not None:
+            parts.append(f"+{rc} total={new.total}")
+        elif new is None and old is not None:
+            parts.append(f"-{rc}")
+        elif old is not None and new is not None and not old.same_as(new):
+            fields = [
+                f"{k} {v}->{new.as_dict()[k]}" for k, v in old.as_dict().items() if v != new.as_dict()[k]
+            ]
+            parts.append(f"{rc} " + ", ".join(fields))
+    return "; ".join(parts)
+
+
+class _Syncer:
+    def __init__(self, client: PlacementClient, tree: DesiredTree, max_retries: int) -> None:
+        self.client = client
+        self.tree = tree
+        self.max_retries = max_retries
+        self.report = SyncReport()
+        self.uuids: dict[str, str] = {}  # desired path -> uuid in Placement
+        self.unknown_traits: set[str] = set()
+
+    # -- 1, 2 -----------------------------------------------------------------------------------
+
+    def run(self, reshape: Callable[[PlacementClient, DesiredTree, ProviderRecord, SyncReport], bool] | None) -> SyncReport:
+        writes_before = len(self.client.writes)
+        root = self.client.find_provider(self.tree.root.name)
+        existing: list[ProviderRecord] = []
+        if root is not None:
+            existing = self.client.list_tree(root.uuid)
+            if self._flat_with_usage(root):
+                if reshape is None or not reshape(self.client, self.tree, root, self.report):
+                    raise ReshapeRequired(
+                        f"compute node {root.name} ({root.uuid}) still carries "
+                        f"{'/'.join(FLAT_CLASSES)} with allocations and no reshape planner is "
+                        "available; reshape it (placement-numa reshape) and run the agent again"
+                    )
+                existing = self.client.list_tree(root.uuid)
+        by_name = {p.name: p for p in existing}
+        for provider in self.tree.providers:
+            self._ensure_provider(provider, by_name, root)
+        for provider in self.tree.providers:
+            self._sync_inventories(provider, is_root=provider.parent_path is None)
+            self._sync_traits(provider)
+        self._remove_vanished(existing)
+        self._sync_distances()
+        self.report.writes = len(self.client.writes) - writes_before
+        return self.report
+
+    def _flat_with_usage(self, root: ProviderRecord) -> bool:
+        _, inventories = self.client.get_inventories(root.uuid)
+        if not any(rc in inventories for rc in FLAT_CLASSES):
+            return False
+        usages = self.client.get_usages(root.uuid)
+        return any(usages.get(rc, 0) > 0 for rc in FLAT_CLASSES)
+
+    # -- 3 ---------------------------------------------------------------------------------------
+
+    def _ensure_provider(
+        self, provider: DesiredProvider, by_name: dict[str, ProviderRecord], root: ProviderRecord | None
+    ) -> None:
+        parent_uuid = None if provider.parent_path is None else self.uuids[provider.parent_path]
+        found = by_name.get(provider.name)
+        if found is None and provider.parent_path is None and root is not None:
+            found = root
+        if found is None:
+            try:
+                created = self.client.create_provider(
+                    name=provider.name, uuid=provider.uuid, parent_uuid=parent_uuid
+                )
+            except PlacementClientError as exc:
+                raise SyncError(f"cannot create provider {provider.name}: {exc}") from exc
+            self.uuids[provider.path] = created.uuid
+            self.report.change(f"created provider {provider.name} ({created.uuid})")
+            return
+        self.uuids[provider.path] = found.uuid
+        if found.parent_provider_uuid != parent_uuid:
+            self.client.update_provider(uuid=found.uuid, name=provider.name, parent_uuid=parent_uuid)
+            self.report.change(f"re-parented provider {provider.name} under {parent_uuid}")
+
+    # -- 4 ---------------------------------------------------------------------------------------
+
+    def _sync_inventories(self, provider: DesiredProvider, *, is_root: bool) -> None:
+        uuid = self.uuids[provider.path]
+
+        def attempt() -> None:
+            generation, current = self.client.get_inventories(uuid)
+            if is_root:
+                # Keep classes the agent does not report (VGPU, bandwidth, ...); drop flat leftovers.
+                wanted = {rc: inv for rc, inv in current.items() if rc not in ROOT_CLASSES}
+                wanted.update(provider.inventories)
+            else:
+                wanted = dict(provider.inventories)
+            same = set(wanted) == set(current) and all(
+                wanted[rc].same_as(current[rc]) for rc in wanted
+            )
+            if same:
+                return
+            change = _describe_inventory_change(current, wanted)
+            self.client.put_inventories(uuid, generation, wanted)
+            self.report.change(f"inventories of {provider.name}: {change}")
+
+        _retrying(attempt, f"inventories of {provider.name}", self.max_retries)
+
+    def _sync_traits(self, provider: DesiredProvider) -> None:
+        uuid = self.uuids[provider.path]
+
+        def attempt() -> None:
+            generation, current = self.client.get_traits(uuid)
+            wanted = frozenset(t for t in current if not is_agent_trait(t)) | provider.traits
+            if wanted == current:
+                return
+            new = wanted - current
+            missing = new - self.client.existing_traits(new)
+            for trait in sorted(missing):
+                if trait.startswith("CUSTOM_"):
+                    self.client.create_trait(trait)
+                    self.report.change(f"created trait {trait}")
+                elif trait not in self.unknown_traits:
+                    # e.g. MEMORY_PAGE_SIZE_SMALL on an OpenStack Placement without the extension
+                    self.unknown_traits.add(trait)
+                    self.report.note(f"the service does not know standard trait {trait}; not set")
+            wanted -= {t for t in missing if not t.startswith("CUSTOM_")}
+            if wanted == current:
+                return
+            self.client.put_traits(uuid, generation, wanted)
+            added, removed = sorted(wanted - current), sorted(current - wanted)
+            self.report.change(f"traits of {provider.name}: +{added} -{removed}")
+
+        _retrying(attempt, f"traits of {provider.name}", self.max_retries)
+
+    # -- 5 ---------------------------------------------------------------------------------------
+
+    def _remove_vanished(self, existing: list[ProviderRecord]) -> None:
+        wanted = {p.name for p in self.tree.providers}
+        prefix = f"{self.tree.root.name}_NUMA"
+        by_uuid = {p.uuid: p for p in existing}
+
+        def depth(record: ProviderRecord) -> int:
+            level, parent = 0, record.parent_provider_uuid
+            while parent is not None and parent in by_uuid:
+                level, parent = level + 1, by_uuid[parent].parent_provider_uuid
+            return level
+
+        vanished = [p for p in existing if p.name not in wanted and p.name.startswith(prefix)]
+        blocked: set[str] = set()  # uuids that must stay because something below them stays
+        for record in sorted(vanished, key=depth, reverse=True):
+            why = "providers below it are kept" if record.uuid in blocked else None
+            if why is None:
+                allocations = self.client.get_provider_allocations(record.uuid)
+                if allocations:
+                    why = f"allocations of consumer(s) {', '.join(sorted(allocations))}"
+            if why is None:
+                try:
+                    self.client.delete_provider(record.uuid)
+                    self.report.change(f"deleted vanished provider {record.name} ({record.uuid})")
+                    continue
+                except (ProviderConflict, NotFoundError) as exc:
+                    why = str(exc)
+            self._keep(record, why)
+            parent = record.parent_provider_uuid
+            while parent is not None and parent in by_uuid:
+                blocked.add(parent)
+                parent = by_uuid[parent].parent_provider_uuid
+
+    def _keep(self, record: ProviderRecord, why: str) -> None:
+        text = f"kept vanished provider {record.name} ({record.uuid}): {why}"
+        self.report.kept.append(text)
+        LOG.warning("%s", text)
+
+    # -- 6 ---------------------------------------------------------------------------------------
+
+    def _sync_distances(self) -> None:
+        from placement_numa.agent import distances  # local: optional extension API
+
+        distances.sync_distances(self.client, self.tree, self.uuids, self.report)
+
+
+def sync(
+    client: PlacementClient,
+    tree: DesiredTree,
+    *,
+    max_retries: int = 3,
+    reshape: Callable[[PlacementClient, DesiredTree, ProviderRecord, SyncReport], bool] | None = None,
+) -> SyncReport:
+    """Bring Placement in line with ``tree`` (steps in the module docstring).
+
+    ``reshape`` is called for a flat compute node with allocations; it returns True once the
+    host was reshaped. Raises ``ReshapeRequired`` when it is None or returns False, and
+    ``SyncError`` when a write fails for another reason than a generation conflict, or keeps
+    conflicting after ``max_retries`` re-reads.
+    """
+    return _Syncer(client, tree, max_retries).run(reshape)
