@@ -21,6 +21,7 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
+    Text,
     UniqueConstraint,
 )
 
@@ -39,6 +40,7 @@ __all__ = [
     "placement_aggregates",
     "resource_provider_aggregates",
     "placement_revision",
+    "numa_distances",
     "CUSTOM_RESOURCE_CLASS_START_ID",
 ]
 
@@ -206,4 +208,26 @@ placement_revision = Table(
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=False),
     Column("revision", BigInteger, nullable=False),
+)
+
+
+# --- NUMA distances (migration 0002_numa_distances; owned by the NUMA layer) -----------------
+# One row per compute node (root provider): the kernel's SLIT matrix keyed by NUMA cell id, as
+# JSON text ``{"0": {"0": 10, "1": 21}, "1": {...}}``. ``generation`` is the matrix's own
+# generation (compare-and-swap on every PUT/DELETE), independent of the provider's generation so
+# that uploading distances never makes an agent's provider update conflict.
+numa_distances = Table(
+    "numa_distances",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column(
+        "root_provider_id",
+        Integer,
+        ForeignKey("resource_providers.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("generation", Integer, nullable=False, default=0),
+    Column("matrix", Text, nullable=False),
+    *_timestamps(),
+    UniqueConstraint("root_provider_id"),
 )

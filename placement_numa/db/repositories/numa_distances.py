@@ -1,0 +1,128 @@
+"""NUMA distance rows and the NUMA cells of compute node trees (SQL, caller's transaction).
+
+* ``numa_cells``: the ``HW_NUMA_ROOT`` providers under given roots, with their names;
+* ``get`` / ``insert`` / ``update`` / ``delete``: one ``numa_distances`` row per root provider,
+  guarded by its own ``generation`` (compare-and-swap; 409 ``placement.concurrent_update``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import delete, insert, select, update
+from sqlalchemy.engine import Connection
+
+from placement_numa.db.repositories.providers import utcnow
+from placement_numa.db.tables import numa_distances as nd
+from placement_numa.db.tables import resource_provider_traits as rpt
+from placement_numa.db.tables import resource_providers as rp
+from placement_numa.db.tables import traits
+from placement_numa.errors import ConcurrentUpdate
+
+__all__ = ["CellRow", "DistanceRow", "numa_cells", "get", "get_many", "insert_row", "update_row", "delete_row"]
+
+HW_NUMA_ROOT = "HW_NUMA_ROOT"
+
+
+@dataclass(frozen=True, slots=True)
+class CellRow:
+    """A NUMA cell provider: its id, uuid, name and root provider id."""
+
+    id: int
+    uuid: str
+    name: str
+    root_provider_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class DistanceRow:
+    """A stored matrix: ``matrix`` keyed by cell id (ints); ``generation`` of the matrix."""
+
+    root_provider_id: int
+    generation: int
+    matrix: dict[int, dict[int, int]]
+    created_at: datetime | None
+    updated_at: datetime | None
+
+
+def numa_cells(conn: Connection, root_ids: Iterable[int]) -> list[CellRow]:
+    """``HW_NUMA_ROOT`` providers whose root is one of ``root_ids``, by (root, id)."""
+    ids = sorted(set(root_ids))
+    if not ids:
+        return []
+    rows = conn.execute(
+        select(rp.c.id, rp.c.uuid, rp.c.name, rp.c.root_provider_id)
+        .select_from(rp.join(rpt, rpt.c.resource_provider_id == rp.c.id).join(traits, traits.c.id == rpt.c.trait_id))
+        .where(traits.c.name == HW_NUMA_ROOT, rp.c.root_provider_id.in_(ids))
+        .order_by(rp.c.root_provider_id, rp.c.id)
+    ).all()
+    return [CellRow(*row) for row in rows]
+
+
+def _decode(text: str) -> dict[int, dict[int, int]]:
+    raw = json.loads(text)
+    return {int(a): {int(b): int(v) for b, v in row.items()} for a, row in raw.items()}
+
+
+def _encode(matrix: dict[int, dict[int, int]]) -> str:
+    return json.dumps({str(a): {str(b): matrix[a][b] for b in sorted(matrix[a])} for a in sorted(matrix)})
+
+
+def get(conn: Connection, root_provider_id: int) -> DistanceRow | None:
+    """The stored matrix of one root provider, or ``None``."""
+    row = conn.execute(
+        select(nd.c.root_provider_id, nd.c.generation, nd.c.matrix, nd.c.created_at, nd.c.updated_at)
+        .where(nd.c.root_provider_id == root_provider_id)
+    ).first()
+    if row is None:
+        return None
+    return DistanceRow(row[0], row[1], _decode(row[2]), row[3], row[4])
+
+
+def get_many(conn: Connection, root_ids: Iterable[int]) -> dict[int, dict[int, dict[int, int]]]:
+    """Matrices of several roots: root provider id -> matrix (roots without one are absent)."""
+    ids = sorted(set(root_ids))
+    if not ids:
+        return {}
+    rows = conn.execute(select(nd.c.root_provider_id, nd.c.matrix).where(nd.c.root_provider_id.in_(ids))).all()
+    return {row[0]: _decode(row[1]) for row in rows}
+
+
+def insert_row(conn: Connection, root_provider_id: int, matrix: dict[int, dict[int, int]]) -> int:
+    """Store a first matrix at generation 1; returns 1. A concurrent insert fails on the unique
+    constraint, reported as ``ConcurrentUpdate`` by the caller's transaction."""
+    now = utcnow()
+    conn.execute(insert(nd).values(root_provider_id=root_provider_id, generation=1,
+                                   matrix=_encode(matrix), created_at=now, updated_at=now))
+    return 1
+
+
+def update_row(conn: Connection, root_provider_id: int, seen: int, matrix: dict[int, dict[int, int]]) -> int:
+    """Replace the matrix if its generation is still ``seen``; returns the new generation.
+    Raises ``ConcurrentUpdate`` (409) otherwise."""
+    result = conn.execute(
+        update(nd)
+        .where(nd.c.root_provider_id == root_provider_id, nd.c.generation == seen)
+        .values(generation=seen + 1, matrix=_encode(matrix), updated_at=utcnow())
+    )
+    if result.rowcount != 1:
+        raise ConcurrentUpdate(
+            f"NUMA distances generation conflict: the matrix is no longer at generation {seen}."
+            " Please update the generation and try again."
+        )
+    return seen + 1
+
+
+def delete_row(conn: Connection, root_provider_id: int, seen: int) -> None:
+    """Delete the matrix of one root if still at generation ``seen``; raises
+    ``ConcurrentUpdate`` (409) otherwise."""
+    result = conn.execute(
+        delete(nd).where(nd.c.root_provider_id == root_provider_id, nd.c.generation == seen)
+    )
+    if result.rowcount != 1:
+        raise ConcurrentUpdate(
+            f"NUMA distances generation conflict: the matrix is no longer at generation {seen}."
+        )
