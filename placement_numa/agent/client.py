@@ -119,10 +119,14 @@ class PlacementClient:
         json: Any = None,
         params: Mapping[str, str] | None = None,
         ok: Iterable[int] = (200,),
+        version: str | None = None,
     ) -> httpx.Response:
         if method != "GET":
             self.writes.append(f"{method} {path}")
-        response = self._http.request(method, path, json=json, params=params, headers=self._headers)
+        headers = self._headers
+        if version is not None:
+            headers = {**headers, "openstack-api-version": f"placement {version}"}
+        response = self._http.request(method, path, json=json, params=params, headers=headers)
         if response.status_code in set(ok):
             return response
         code, detail = "", response.text
@@ -231,7 +235,10 @@ class PlacementClient:
         response = self._request("GET", path, ok=ok)
         return response.status_code, (response.json() if response.content else None)
 
-    def send_json(self, method: str, path: str, body: Any, *, ok: Iterable[int] = (200,)) -> tuple[int, Any]:
-        """``method`` ``path`` with a JSON body; ``(status, JSON body or None)``."""
-        response = self._request(method, path, json=body, ok=ok)
+    def send_json(
+        self, method: str, path: str, body: Any, *, ok: Iterable[int] = (200,), version: str | None = None
+    ) -> tuple[int, Any]:
+        """``method`` ``path`` with a JSON body (at ``version`` when given, else 1.39);
+        ``(status, JSON body or None)``."""
+        response = self._request(method, path, json=body, ok=ok, version=version)
         return response.status_code, (response.json() if response.content else None)

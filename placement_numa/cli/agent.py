@@ -1,0 +1,150 @@
+"""``placement-numa agent``: register this host's NUMA provider tree and keep it in sync.
+
+``--once`` runs one sync; otherwise the agent syncs every ``--interval`` seconds until
+interrupted. ``--show`` prints the desired tree as JSON without contacting Placement. Options
+override the ``PLACEMENT_NUMA_AGENT_*`` environment. Exit codes: 0 done, 1 a sync failed,
+2 invalid configuration or unreadable sysfs, 3 the host needs a reshape first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import time
+from typing import Any
+
+import httpx
+from pydantic import ValidationError
+
+from placement_numa.agent.client import PlacementClient, PlacementClientError
+from placement_numa.agent.config import AgentConfigError, AgentSettings
+from placement_numa.agent.cpuset import format_cpu_spec
+from placement_numa.agent.desired_tree import DesiredTree, build
+from placement_numa.agent.reshape import reshape_with_planner
+from placement_numa.agent.sync import ReshapeRequired, SyncError, sync
+from placement_numa.agent.sysfs import SysfsError, discover
+
+__all__ = ["register", "run", "tree_document"]
+
+LOG = logging.getLogger("placement_numa.agent")
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("agent", help="report this host's NUMA provider tree to Placement")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--once", action="store_true", help="sync once and exit")
+    mode.add_argument("--show", action="store_true", help="print the desired tree and exit")
+    parser.add_argument("--interval", type=float, default=60.0, help="seconds between syncs (default 60)")
+    parser.add_argument("--placement-url", help="Placement endpoint (default http://127.0.0.1:8778)")
+    parser.add_argument("--token", help="x-auth-token (default admin)")
+    parser.add_argument("--hostname", help="compute node name (default: this host's name)")
+    parser.add_argument("--sysfs-root", help="sysfs mount point (default /sys)")
+    parser.add_argument("--cpu-dedicated-set", help="CPUs reported as PCPU (e.g. 4-15,^8)")
+    parser.add_argument("--cpu-shared-set", help="CPUs reported as VCPU")
+    parser.add_argument("--disk-gb", type=int, help="DISK_GB total (default: size of instances_path)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log every HTTP request")
+    parser.set_defaults(handler=run)
+
+
+def tree_document(tree: DesiredTree) -> dict[str, Any]:
+    """The desired tree as JSON: providers (name, uuid, parent, inventories, traits), distances."""
+    by_path = tree.by_path()
+    return {
+        "providers": [
+            {
+                "name": p.name,
+                "uuid": p.uuid,
+                "parent": None if p.parent_path is None else by_path[p.parent_path].name,
+                "inventories": {rc: inv.as_dict() for rc, inv in sorted(p.inventories.items())},
+                "traits": sorted(p.traits),
+            }
+            for p in tree.providers
+        ],
+        "cells": list(tree.cell_ids),
+        "distances": [list(row) for row in tree.distances],
+    }
+
+
+def _settings(args: argparse.Namespace) -> AgentSettings:
+    overrides = {
+        key: value
+        for key, value in {
+            "placement_url": args.placement_url,
+            "token": args.token,
+            "hostname": args.hostname,
+            "sysfs_root": args.sysfs_root,
+            "cpu_dedicated_set": args.cpu_dedicated_set,
+            "cpu_shared_set": args.cpu_shared_set,
+            "disk_gb": args.disk_gb,
+        }.items()
+        if value is not None
+    }
+    return AgentSettings(**overrides)
+
+
+def _desired(settings: AgentSettings) -> DesiredTree:
+    host = discover(settings.sysfs_root)
+    LOG.debug(
+        "discovered %d NUMA cell(s): %s",
+        len(host.cells),
+        ", ".join(f"{c.id}: CPUs {format_cpu_spec(c.cpus)}, {c.memory_kb // 1024} MiB" for c in host.cells),
+    )
+    return build(host, settings.policy_for(host))
+
+
+def _sync_once(settings: AgentSettings, client: PlacementClient) -> int:
+    try:
+        tree = _desired(settings)
+    except (AgentConfigError, SysfsError) as exc:
+        LOG.error("%s", exc)
+        return 2
+    try:
+        report = sync(client, tree, reshape=reshape_with_planner)
+    except ReshapeRequired as exc:
+        LOG.error("%s", exc)
+        return 3
+    except (SyncError, PlacementClientError, httpx.HTTPError) as exc:
+        LOG.error("sync failed: %s", exc)
+        return 1
+    LOG.info(
+        "%s: %d provider(s), %d change(s), %d write(s)%s",
+        tree.root.name,
+        len(tree.providers),
+        len(report.changes),
+        report.writes,
+        "" if report.changes else " (in sync)",
+    )
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the agent (see the module docstring for modes and exit codes)."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.INFO if args.verbose else logging.WARNING)
+    try:
+        settings = _settings(args)
+    except ValidationError as exc:
+        LOG.error("invalid agent configuration: %s", exc)
+        return 2
+    if args.show:
+        try:
+            print(json.dumps(tree_document(_desired(settings)), indent=2))
+        except (AgentConfigError, SysfsError) as exc:
+            LOG.error("%s", exc)
+            return 2
+        return 0
+    with PlacementClient(settings.placement_url, token=settings.token, timeout=settings.timeout) as client:
+        if args.once:
+            return _sync_once(settings, client)
+        LOG.info("syncing %s every %.0f s", settings.hostname, args.interval)
+        try:
+            while True:
+                started = time.monotonic()
+                try:
+                    _sync_once(settings, client)
+                except Exception:  # keep the periodic agent alive; the next round retries
+                    LOG.exception("sync round failed")
+                time.sleep(max(0.0, args.interval - (time.monotonic() - started)))
+        except KeyboardInterrupt:
+            return 0
