@@ -1,14 +1,23 @@
-"""Resource provider rows: lookup by uuid, generation compare-and-swap, row locks."""
+"""Resource provider rows: lookup by uuid, generation compare-and-swap, row locks, and the
+create / update / delete / filtered-list statements of ``/resource_providers``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from sqlalchemy import select, update
+from collections.abc import Iterable, Sequence
+
+from sqlalchemy import BigInteger, and_, delete, func, insert, literal, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import aliased
 
+from placement_numa.db.tables import (
+    allocations,
+    inventories,
+    resource_provider_aggregates,
+    resource_provider_traits,
+)
 from placement_numa.db.tables import resource_providers as rp
 from placement_numa.errors import ConcurrentUpdate, ResourceProviderNotFound
 
@@ -20,6 +29,15 @@ __all__ = [
     "get_by_id",
     "increment_generation",
     "lock_providers",
+    "insert_provider",
+    "update_provider",
+    "set_root",
+    "subtree_ids",
+    "has_children",
+    "has_allocations",
+    "delete_provider",
+    "list_providers",
+    "uuid_or_name_taken",
 ]
 
 
@@ -115,3 +133,222 @@ def lock_providers(conn: Connection, provider_ids: list[int]) -> None:
     conn.execute(
         select(rp.c.id).where(rp.c.id.in_(sorted(set(provider_ids)))).order_by(rp.c.id).with_for_update()
     ).all()
+
+
+def uuid_or_name_taken(conn: Connection, *, uuid: str | None, name: str | None) -> list[str]:
+    """Which of ``uuid`` / ``name`` already belong to a provider: ``["uuid: ...", "name: ..."]``
+    (Placement's wording in its duplicate message), empty when neither."""
+    taken = []
+    if uuid is not None and conn.execute(select(rp.c.id).where(rp.c.uuid == uuid)).first():
+        taken.append(f"uuid: {uuid}")
+    if name is not None and conn.execute(select(rp.c.id).where(rp.c.name == name)).first():
+        taken.append(f"name: {name}")
+    return taken
+
+
+def insert_provider(
+    conn: Connection, *, uuid: str, name: str, parent: ProviderRow | None
+) -> ProviderRow:
+    """Insert a provider at generation 0 under ``parent`` (its root is the parent's root) or as a
+    new root. Raises ``IntegrityError`` on a duplicate uuid or name (the caller translates it);
+    the statement runs in a savepoint so the caller's transaction stays usable."""
+    now = utcnow()
+    with conn.begin_nested():
+        result = conn.execute(
+            insert(rp).values(
+                uuid=uuid,
+                name=name,
+                generation=0,
+                parent_provider_id=parent.id if parent else None,
+                root_provider_id=parent.root_provider_id if parent else None,
+                created_at=now,
+                updated_at=None,
+            )
+        )
+        new_id = int(result.inserted_primary_key[0])
+        if parent is None:
+            conn.execute(update(rp).where(rp.c.id == new_id).values(root_provider_id=new_id))
+    created = get_by_id(conn, new_id)
+    assert created is not None
+    return created
+
+
+def update_provider(
+    conn: Connection, provider_id: int, *, name: str, parent_id: int | None, root_id: int
+) -> None:
+    """Set name, parent and root of one provider (not its generation, as Placement).
+    Raises ``IntegrityError`` on a duplicate name (run in a savepoint)."""
+    with conn.begin_nested():
+        conn.execute(
+            update(rp)
+            .where(rp.c.id == provider_id)
+            .values(
+                name=name,
+                parent_provider_id=parent_id,
+                root_provider_id=root_id,
+                updated_at=utcnow(),
+            )
+        )
+
+
+def set_root(conn: Connection, provider_ids: Iterable[int], root_id: int) -> None:
+    """Point ``root_provider_id`` of ``provider_ids`` at ``root_id`` (a moved subtree)."""
+    ids = sorted(set(provider_ids))
+    if ids:
+        conn.execute(
+            update(rp).where(rp.c.id.in_(ids)).values(root_provider_id=root_id, updated_at=utcnow())
+        )
+
+
+def subtree_ids(conn: Connection, provider: ProviderRow) -> set[int]:
+    """Internal ids of ``provider`` and all its descendants (walked within its tree)."""
+    rows = conn.execute(
+        select(rp.c.id, rp.c.parent_provider_id).where(
+            rp.c.root_provider_id == provider.root_provider_id
+        )
+    ).all()
+    children: dict[int, list[int]] = {}
+    for child_id, parent_id in rows:
+        if parent_id is not None:
+            children.setdefault(int(parent_id), []).append(int(child_id))
+    found = {provider.id}
+    stack = [provider.id]
+    while stack:
+        for child_id in children.get(stack.pop(), ()):
+            if child_id not in found:
+                found.add(child_id)
+                stack.append(child_id)
+    return found
+
+
+def has_children(conn: Connection, provider_id: int) -> bool:
+    """True when some provider names ``provider_id`` as its parent."""
+    found = conn.execute(
+        select(rp.c.id).where(rp.c.parent_provider_id == provider_id).limit(1)
+    ).first()
+    return found is not None
+
+
+def has_allocations(conn: Connection, provider_id: int) -> bool:
+    """True when any allocation is made against ``provider_id``."""
+    found = conn.execute(
+        select(allocations.c.id).where(allocations.c.resource_provider_id == provider_id).limit(1)
+    ).first()
+    return found is not None
+
+
+def delete_provider(conn: Connection, provider_id: int) -> None:
+    """Delete a provider row with its inventories, trait and aggregate links.
+
+    The caller checks children and allocations first; a child inserted meanwhile makes the final
+    ``DELETE`` fail with ``IntegrityError`` (foreign key)."""
+    conn.execute(delete(inventories).where(inventories.c.resource_provider_id == provider_id))
+    conn.execute(
+        delete(resource_provider_aggregates).where(
+            resource_provider_aggregates.c.resource_provider_id == provider_id
+        )
+    )
+    conn.execute(
+        delete(resource_provider_traits).where(
+            resource_provider_traits.c.resource_provider_id == provider_id
+        )
+    )
+    conn.execute(
+        update(rp)
+        .where(rp.c.id == provider_id, rp.c.root_provider_id == provider_id)
+        .values(root_provider_id=None)
+    )
+    with conn.begin_nested():
+        conn.execute(delete(rp).where(rp.c.id == provider_id))
+
+
+def list_providers(
+    conn: Connection,
+    *,
+    name: str | None = None,
+    uuid: str | None = None,
+    root_id: int | None = None,
+    required_trait_sets: Sequence[Iterable[int]] = (),
+    forbidden_trait_ids: Iterable[int] = (),
+    member_of_sets: Sequence[Iterable[int]] = (),
+    forbidden_aggregate_ids: Iterable[int] = (),
+    resources: Sequence[tuple[int, int]] = (),
+) -> list[ProviderRow]:
+    """Providers matching every given filter, in creation (id) order.
+
+    * ``required_trait_sets``: per set, the provider has at least one of these trait ids;
+    * ``member_of_sets``: per set, the provider is in at least one of these aggregate ids
+      (an empty set matches nothing);
+    * ``resources``: ``(resource class id, amount)``; the provider has inventory of the class
+      with ``used + amount <= (total - reserved) * allocation_ratio``,
+      ``min_unit <= amount <= max_unit`` and ``amount % step_size == 0`` (Placement's rule).
+    """
+    query = _select_providers()
+    if name is not None:
+        query = query.where(rp.c.name == name)
+    if uuid is not None:
+        query = query.where(rp.c.uuid == uuid)
+    if root_id is not None:
+        query = query.where(rp.c.root_provider_id == root_id)
+    rpt = resource_provider_traits
+    for trait_ids in required_trait_sets:
+        query = query.where(
+            rp.c.id.in_(select(rpt.c.resource_provider_id).where(rpt.c.trait_id.in_(sorted(trait_ids))))
+        )
+    forbidden_traits = sorted(set(forbidden_trait_ids))
+    if forbidden_traits:
+        query = query.where(
+            rp.c.id.not_in(
+                select(rpt.c.resource_provider_id).where(rpt.c.trait_id.in_(forbidden_traits))
+            )
+        )
+    rpa = resource_provider_aggregates
+    for aggregate_ids in member_of_sets:
+        wanted = sorted(set(aggregate_ids))
+        if not wanted:
+            return []
+        query = query.where(
+            rp.c.id.in_(select(rpa.c.resource_provider_id).where(rpa.c.aggregate_id.in_(wanted)))
+        )
+    forbidden_aggregates = sorted(set(forbidden_aggregate_ids))
+    if forbidden_aggregates:
+        query = query.where(
+            rp.c.id.not_in(
+                select(rpa.c.resource_provider_id).where(
+                    rpa.c.aggregate_id.in_(forbidden_aggregates)
+                )
+            )
+        )
+    for class_id, amount in resources:
+        query = query.where(rp.c.id.in_(_providers_with_capacity(class_id, amount)))
+    rows = conn.execute(query.order_by(rp.c.id)).mappings().all()
+    return [ProviderRow(**row) for row in rows]
+
+
+def _providers_with_capacity(class_id: int, amount: int):  # type: ignore[no-untyped-def]
+    """``SELECT resource_provider_id`` of inventories of ``class_id`` with room for ``amount``."""
+    usage = (
+        select(
+            allocations.c.resource_provider_id,
+            func.sum(allocations.c.used).label("used"),
+        )
+        .where(allocations.c.resource_class_id == class_id)
+        .group_by(allocations.c.resource_provider_id)
+        .subquery("usage")
+    )
+    inv = inventories
+    wanted = literal(amount, BigInteger)
+    return (
+        select(inv.c.resource_provider_id)
+        .select_from(inv.outerjoin(usage, usage.c.resource_provider_id == inv.c.resource_provider_id))
+        .where(
+            and_(
+                inv.c.resource_class_id == class_id,
+                func.coalesce(usage.c.used, 0) + wanted
+                <= (inv.c.total - inv.c.reserved) * inv.c.allocation_ratio,
+                inv.c.min_unit <= wanted,
+                inv.c.max_unit >= wanted,
+                wanted % inv.c.step_size == 0,
+            )
+        )
+    )

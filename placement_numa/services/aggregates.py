@@ -1,0 +1,48 @@
+"""Provider aggregate use cases: read and replace the aggregates of one provider (1.1+)."""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+from collections.abc import Sequence
+
+from placement_numa.db.database import Database
+from placement_numa.db.repositories import aggregates as repo
+from placement_numa.db.repositories import providers
+from placement_numa.db.repositories.providers import ProviderRow
+from placement_numa.errors import ConcurrentUpdate
+from placement_numa.services.providers import require_provider
+
+__all__ = ["get_aggregates", "set_aggregates"]
+
+
+def get_aggregates(database: Database, *, uuid: str) -> tuple[ProviderRow, list[str]]:
+    """The provider ``uuid`` and the uuids of its aggregates. Raises ``NotFound`` (404)."""
+    with database.read() as conn:
+        provider = require_provider(conn, uuid)
+        return provider, repo.provider_aggregates(conn, provider.id)
+
+
+def set_aggregates(
+    database: Database, *, uuid: str, aggregates: Sequence[str], generation: int | None = None
+) -> ProviderRow:
+    """Make ``aggregates`` (uuids; unknown ones are created) exactly the provider's aggregates.
+
+    With ``generation`` (1.19+) it must equal the provider's generation, which is then
+    incremented (compare-and-swap); without it (1.1-1.18) the generation is left alone, as in
+    Placement. Returns the provider as it is after the change. Raises ``NotFound`` (404) and
+    ``ConcurrentUpdate`` (409, ``placement.concurrent_update``).
+    """
+    canonical = [str(uuidlib.UUID(value)) for value in aggregates]
+    with database.write() as conn:
+        provider = require_provider(conn, uuid)
+        if generation is not None and generation != provider.generation:
+            raise ConcurrentUpdate(
+                "Resource provider's generation already changed. Please update the generation"
+                " and try again."
+            )
+        repo.set_provider_aggregates(conn, provider.id, canonical)
+        if generation is not None:
+            providers.increment_generation(conn, provider, expected=generation)
+        updated = providers.get_by_id(conn, provider.id)
+        assert updated is not None
+        return updated
