@@ -27,8 +27,8 @@ def aggregate_ids(conn: Connection, uuids: Iterable[str]) -> dict[str, int]:
 
 def ensure_aggregates(conn: Connection, uuids: Iterable[str]) -> dict[str, int]:
     """``{uuid: id}`` for ``uuids``, creating the aggregates that do not exist yet (safe against
-    a concurrent creation of the same uuid)."""
-    wanted = sorted(set(uuids))
+    a concurrent creation of the same uuid). New aggregates are created in the given order."""
+    wanted = list(dict.fromkeys(uuids))
     found = aggregate_ids(conn, wanted)
     for uuid in wanted:
         if uuid in found:
