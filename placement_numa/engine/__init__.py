@@ -1,0 +1,69 @@
+"""The candidate engine: answers ``CandidateQuery`` objects with allocation candidates.
+
+Interface (what routers and the NUMA layer use; nothing about SQL or caching leaks through)::
+
+    class CandidateEngine(Protocol):
+        def search(self, query: CandidateQuery, *, limit: int | None = None,
+                   rank: RankFn | None = None, nested_aware: bool = True) -> CandidateResult
+
+* ``query``: a ``placement_numa.domain.request_groups.CandidateQuery``;
+* ``limit``: at most this many candidates (``None``: ``query.limit``; both ``None``: all);
+* ``nested_aware``: ``False`` below microversion 1.29 (candidates taking resources from two
+  providers of one tree are dropped before ``limit``, as Placement does);
+* ``rank``: the RANKING HOOK. ``rank(candidate, fleet) -> sort key`` (any comparable value,
+  smaller is better). Without it the order is deterministic: anchor roots in provider creation
+  order, then a depth-first order of the groups' providers (or shuffled roots when the engine was
+  built with ``randomize=True``, Placement's ``randomize_allocation_candidates``). With it, each
+  root's candidates are generated and sorted by key (ties keep the deterministic order), and the
+  roots are merged with a heap, stopping at ``limit``; every candidate of every admissible root
+  is ranked, so the cost is the candidates that exist, not the combinations tried.
+
+What a rank function can read (``Candidate`` in ``engine/candidates.py``, ``FleetSnapshot`` in
+``engine/fleet.py``; providers are dense indices):
+
+* ``candidate.anchor``: the root's index; ``candidate.groups[i]`` follows ``query.groups``:
+  ``.suffix``, ``.providers`` (indices), ``.resources`` = ``((provider, rc, amount), ...)``;
+  ``candidate.allocations``: summed ``(provider, rc, amount)``;
+* ``fleet.providers[i]``: ``.uuid``, ``.parent`` (-1 for a root), ``.root``, ``.depth``,
+  ``.traits``, ``.aggregates``, ``.inventories[rc]`` (``total``, ``reserved``, ``min_unit``,
+  ``max_unit``, ``step_size``, ``allocation_ratio``, ``used``, ``capacity``, ``free``) and
+  ``.free(rc)``; ``fleet.tree[root]`` lists a tree's providers; ``fleet.ancestors(i)``.
+
+Example (NUMA width first, then the anchor's uuid)::
+
+    def narrow_first(c: Candidate, fleet: FleetSnapshot) -> tuple[int, str]:
+        cells = {p for g in c.groups for p in g.providers
+                 if "HW_NUMA_ROOT" in fleet.providers[p].traits}
+        return (len(cells), fleet.providers[c.anchor].uuid)
+
+Implementations: ``SnapshotEngine`` (``engine/memory.py``) searches an in-memory
+``FleetSnapshot`` obtained from a ``FleetSource``; the SQL source
+(``placement_numa.db.repositories.fleet.SqlFleetSource``) reloads it whenever the
+``placement_revision`` counter moved, so every query sees every write committed before it started.
+"""
+
+from __future__ import annotations
+
+from placement_numa.engine.candidates import Candidate, CandidateResult, GroupChoice
+from placement_numa.engine.fleet import FleetSnapshot, Inventory, ProviderInfo
+from placement_numa.engine.memory import (
+    CandidateEngine,
+    FleetSource,
+    RankFn,
+    SnapshotEngine,
+    StaticFleetSource,
+)
+
+__all__ = [
+    "CandidateEngine",
+    "RankFn",
+    "FleetSource",
+    "StaticFleetSource",
+    "SnapshotEngine",
+    "Candidate",
+    "CandidateResult",
+    "GroupChoice",
+    "FleetSnapshot",
+    "ProviderInfo",
+    "Inventory",
+]

@@ -1,0 +1,137 @@
+"""``SnapshotEngine``: the candidate engine over an in-memory ``FleetSnapshot``.
+
+The snapshot comes from a ``FleetSource`` asked once per query (the SQL source returns the cached
+snapshot unless ``placement_revision`` moved). Roots are searched one at a time, lazily
+(``engine.search.search_root``); without a rank function the first ``limit`` candidates in
+root order are returned and no further root is looked at; with one, each root's candidates are
+sorted and roots merged with a heap (see the package docstring).
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
+
+from placement_numa.domain.request_groups import CandidateQuery
+from placement_numa.engine.candidates import Candidate, CandidateResult
+from placement_numa.engine.fleet import FleetSnapshot
+from placement_numa.engine.search import candidate_roots, plan_query, search_root
+
+__all__ = ["CandidateEngine", "RankFn", "FleetSource", "StaticFleetSource", "SnapshotEngine"]
+
+RankFn = Callable[[Candidate, FleetSnapshot], Any]
+
+
+class CandidateEngine(Protocol):
+    """Answers candidate queries (see the package docstring for the contract)."""
+
+    def search(
+        self,
+        query: CandidateQuery,
+        *,
+        limit: int | None = None,
+        rank: RankFn | None = None,
+        nested_aware: bool = True,
+    ) -> CandidateResult: ...
+
+
+class FleetSource(Protocol):
+    """Hands out the current fleet snapshot (fresh as of the call)."""
+
+    def snapshot(self) -> FleetSnapshot: ...
+
+
+class StaticFleetSource:
+    """A fixed snapshot (tests, benchmarks of the pure search)."""
+
+    def __init__(self, fleet: FleetSnapshot) -> None:
+        self.fleet = fleet
+
+    def snapshot(self) -> FleetSnapshot:
+        return self.fleet
+
+
+class SnapshotEngine:
+    """``CandidateEngine`` over snapshots from ``source``; ``randomize`` shuffles root order."""
+
+    def __init__(self, source: FleetSource, *, randomize: bool = False) -> None:
+        self.source = source
+        self.randomize = randomize
+
+    def search(
+        self,
+        query: CandidateQuery,
+        *,
+        limit: int | None = None,
+        rank: RankFn | None = None,
+        nested_aware: bool = True,
+    ) -> CandidateResult:
+        """Candidates for ``query``: at most ``limit`` (default ``query.limit``), best first."""
+        fleet = self.source.snapshot()
+        if limit is None:
+            limit = query.limit
+        stream = self._stream(fleet, query, rank, exclude_nested=not nested_aware and fleet.has_trees)
+        found: list[Candidate] = []
+        if limit is None or limit > 0:
+            for candidate in stream:
+                found.append(candidate)
+                if limit is not None and len(found) >= limit:
+                    break
+        return CandidateResult(found, fleet)
+
+    def _stream(
+        self, fleet: FleetSnapshot, query: CandidateQuery, rank: RankFn | None, *, exclude_nested: bool
+    ) -> Iterator[Candidate]:
+        plan = plan_query(fleet, query)
+        roots = candidate_roots(plan)
+        if self.randomize:
+            roots = list(roots)
+            random.shuffle(roots)
+        providers = fleet.providers
+        seen: set[tuple[object, ...]] = set()
+
+        def per_root(root: int) -> Iterator[Candidate]:
+            for candidate in search_root(plan, root):
+                if exclude_nested:
+                    owners = [providers[p].root for p, _, _ in candidate.allocations]
+                    if len(set(owners)) != len({p for p, _, _ in candidate.allocations}):
+                        continue
+                if any(
+                    providers[p].root != root or providers[p].sharing
+                    for p in candidate.providers()
+                ):
+                    # may also be found from another anchor: report it once
+                    key = candidate.key()
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                yield candidate
+
+        if rank is None:
+            for root in roots:
+                yield from per_root(root)
+            return
+        heap: list[tuple[Any, int, int, Candidate]] = []
+        queues: dict[int, Iterator[tuple[Any, int, Candidate]]] = {}
+        for order, root in enumerate(roots):
+            ranked = sorted(
+                ((rank(c, fleet), n, c) for n, c in enumerate(per_root(root))),
+                key=lambda item: (item[0], item[1]),
+            )
+            if self.randomize:
+                random.shuffle(ranked)
+                ranked.sort(key=lambda item: item[0])
+            if ranked:
+                queue = iter(ranked)
+                key, n, candidate = next(queue)
+                queues[order] = queue
+                heap.append((key, order, n, candidate))
+        heapq.heapify(heap)
+        while heap:
+            key, order, n, candidate = heapq.heappop(heap)
+            yield candidate
+            following = next(queues[order], None)
+            if following is not None:
+                heapq.heappush(heap, (following[0], order, following[1], following[2]))

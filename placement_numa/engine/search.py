@@ -1,0 +1,455 @@
+"""The pure candidate search: per anchor root, lazy backtracking over request groups.
+
+Semantics (OpenStack Placement 1.10-1.39, ``objects/allocation_candidate.py`` and
+``objects/research_context.py`` read for behaviour):
+
+* a suffixed group is satisfied by one provider that has every requested class with room for the
+  amount (``min_unit <= amount <= max_unit``, ``amount % step_size == 0``, ``used + amount <=
+  capacity``), all required traits, one of each any-of set, no forbidden trait, is in one of the
+  aggregates of each ``member_of`` set and in no forbidden aggregate, and lies in the ``in_tree``
+  tree. It anchors the candidate at its own root and, if it is a sharing provider
+  (``MISC_SHARES_VIA_AGGREGATE``), at the root of every tree sharing an aggregate with it;
+* the unsuffixed group takes each resource class from one provider of the anchor's tree or a
+  sharing provider anchored there; the union of traits of the providers it uses must hold the
+  required traits, none of them may have a forbidden trait; ``member_of`` holds if the provider
+  or the anchor root is in the aggregates (a sharing provider must itself be); ``in_tree``
+  restricts it to that tree without sharing providers;
+* with ``group_policy=none`` amounts of several groups on one provider are summed and must fit
+  ``used + sum <= capacity`` and ``sum <= max_unit``; with ``isolate`` every suffixed group
+  (resourceless ones too) uses a distinct provider;
+* ``same_subtree``: the providers of the listed groups all descend from one of them;
+* ``root_required``: traits of the anchor root.
+
+The search (design notes, "search per root, best first, lazily"): for each anchor root, the
+options of every slot (a suffixed group, or one class of the unsuffixed group) are computed from
+that tree only, then a depth-first search assigns slots, checking capacity, isolation and a
+necessary ``same_subtree`` condition as it goes, so dead branches die early. Identical suffixed
+groups outside ``same_subtree`` are searched as a multiset (non-decreasing option order) and
+expanded into their distinct permutations only when a full assignment succeeds, so eight
+single-VF groups over eight children cost the candidates returned, not 8! dead ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+from placement_numa.domain.request_groups import CandidateQuery, RequestGroup
+from placement_numa.engine.candidates import Candidate, GroupChoice
+from placement_numa.engine.fleet import FleetSnapshot, ProviderInfo
+
+__all__ = ["QueryPlan", "plan_query", "search_root", "candidate_roots"]
+
+
+def _aggs_ok(aggregates: frozenset[str], member_of: tuple[frozenset[str], ...]) -> bool:
+    return all(not aggregates.isdisjoint(any_of) for any_of in member_of)
+
+
+def _traits_ok(traits: frozenset[str], group: RequestGroup) -> bool:
+    return (
+        group.required_traits <= traits
+        and all(not traits.isdisjoint(any_of) for any_of in group.any_traits)
+        and traits.isdisjoint(group.forbidden_traits)
+    )
+
+
+@dataclass
+class _Slot:
+    group: int  # index into plan.groups
+    resources: tuple[tuple[str, int], ...]
+    suffixed: bool
+    symmetric_with_previous: bool = False
+
+
+@dataclass
+class QueryPlan:
+    """A query resolved against one snapshot (uuids to indices, slots ordered for the search)."""
+
+    fleet: FleetSnapshot
+    query: CandidateQuery
+    groups: tuple[RequestGroup, ...]
+    in_tree_root: list[int | None]
+    impossible: bool
+    slots: list[_Slot]
+    subtree_sets: list[frozenset[int]]  # group indices per same_subtree parameter
+    sets_of_group: list[list[int]] = field(default_factory=list)
+    isolate: bool = False
+
+
+def plan_query(fleet: FleetSnapshot, query: CandidateQuery) -> QueryPlan:
+    """Resolve ``query`` on ``fleet``: ``in_tree`` uuids to roots, slots in search order."""
+    groups = query.groups
+    impossible = not groups
+    in_tree_root: list[int | None] = []
+    for group in groups:
+        if group.in_tree is None:
+            in_tree_root.append(None)
+            continue
+        index = fleet.index_by_uuid.get(group.in_tree)
+        if index is None:
+            impossible = True
+            in_tree_root.append(None)
+        else:
+            in_tree_root.append(fleet.providers[index].root)
+    suffix_index = {g.suffix: i for i, g in enumerate(groups)}
+    subtree_sets = [
+        frozenset(suffix_index[s] for s in names if s in suffix_index)
+        for names in query.same_subtree
+    ]
+    in_subtree = set().union(*subtree_sets) if subtree_sets else set()
+    # Slots: same_subtree groups first (resourceless, then by set), then other suffixed groups
+    # (identical ones adjacent), then the unsuffixed group's classes.
+    order: list[int] = []
+    for members in subtree_sets:
+        for i in sorted(members, key=lambda i: (bool(groups[i].resources), i)):
+            if i not in order:
+                order.append(i)
+    others = [i for i, g in enumerate(groups) if g.suffix is not None and i not in in_subtree]
+    signature = {i: _signature(groups[i]) for i in others}
+    others.sort(key=lambda i: (repr(signature[i]), i))
+    slots: list[_Slot] = []
+    for i in order:
+        slots.append(_Slot(i, tuple(sorted(groups[i].resources.items())), True))
+    previous: int | None = None
+    for i in others:
+        slots.append(
+            _Slot(
+                i,
+                tuple(sorted(groups[i].resources.items())),
+                True,
+                previous is not None and signature[previous] == signature[i],
+            )
+        )
+        previous = i
+    for i, group in enumerate(groups):
+        if group.suffix is None:
+            for rc, amount in sorted(group.resources.items()):
+                slots.append(_Slot(i, ((rc, amount),), False))
+    sets_of_group: list[list[int]] = [[] for _ in groups]
+    for s, members in enumerate(subtree_sets):
+        for i in members:
+            sets_of_group[i].append(s)
+    return QueryPlan(
+        fleet=fleet,
+        query=query,
+        groups=groups,
+        in_tree_root=in_tree_root,
+        impossible=impossible,
+        slots=slots,
+        subtree_sets=subtree_sets,
+        sets_of_group=sets_of_group,
+        isolate=query.isolate,
+    )
+
+
+def _signature(group: RequestGroup) -> tuple[object, ...]:
+    return (
+        tuple(sorted(group.resources.items())),
+        tuple(sorted(group.required_traits)),
+        tuple(sorted(tuple(sorted(s)) for s in group.any_traits)),
+        tuple(sorted(group.forbidden_traits)),
+        tuple(sorted(tuple(sorted(s)) for s in group.member_of)),
+        tuple(sorted(group.forbidden_aggregates)),
+        group.in_tree,
+    )
+
+
+def _root_ok(root: ProviderInfo, query: CandidateQuery) -> bool:
+    traits = root.traits
+    return (
+        query.root_required <= traits
+        and traits.isdisjoint(query.root_forbidden)
+        and all(not traits.isdisjoint(any_of) for any_of in query.root_any)
+    )
+
+
+def candidate_roots(plan: QueryPlan) -> list[int]:
+    """Roots that may anchor a candidate, in index order (``root_required`` and ``in_tree``)."""
+    if plan.impossible:
+        return []
+    fleet = plan.fleet
+    allowed: set[int] | None = None
+    for group, tree_root in zip(plan.groups, plan.in_tree_root, strict=True):
+        if tree_root is None:
+            continue
+        anchors = {tree_root}
+        if group.suffix is not None:
+            for index in fleet.tree[tree_root]:
+                anchors |= fleet.sharing_anchors.get(index, frozenset())
+        allowed = anchors if allowed is None else allowed & anchors
+    roots = fleet.roots if allowed is None else sorted(allowed)
+    providers = fleet.providers
+    return [r for r in roots if _root_ok(providers[r], plan.query)]
+
+
+def _suffixed_ok(p: ProviderInfo, group: RequestGroup, tree_root: int | None) -> bool:
+    if tree_root is not None and p.root != tree_root:
+        return False
+    inventories = p.inventories
+    for rc, amount in group.resources.items():
+        inventory = inventories.get(rc)
+        if inventory is None or not inventory.fits(amount):
+            return False
+    return (
+        _traits_ok(p.traits, group)
+        and _aggs_ok(p.aggregates, group.member_of)
+        and p.aggregates.isdisjoint(group.forbidden_aggregates)
+    )
+
+
+def _slot_options(plan: QueryPlan, slot: _Slot, root: int) -> list[int]:
+    """Providers that may fill ``slot`` in a candidate anchored at ``root``, in index order."""
+    fleet = plan.fleet
+    providers = fleet.providers
+    group = plan.groups[slot.group]
+    tree_root = plan.in_tree_root[slot.group]
+    shared = fleet.shared_into.get(root, ())
+    if slot.suffixed:
+        found = [i for i in fleet.tree[root] if _suffixed_ok(providers[i], group, tree_root)]
+        extra = [
+            s for s in shared if providers[s].root != root
+            and _suffixed_ok(providers[s], group, tree_root)
+        ]
+        return sorted(found + extra) if extra else found
+    if tree_root is not None and tree_root != root:
+        return []
+    (rc, amount), = slot.resources
+    anchor = providers[root]
+    anchor_in_aggs = _aggs_ok(anchor.aggregates, group.member_of)
+    if not anchor.aggregates.isdisjoint(group.forbidden_aggregates):
+        return []
+    result = []
+    for i in fleet.tree[root]:
+        p = providers[i]
+        inventory = p.inventories.get(rc)
+        if (
+            inventory is not None
+            and inventory.fits(amount)
+            and p.traits.isdisjoint(group.forbidden_traits)
+            and (anchor_in_aggs or _aggs_ok(p.aggregates, group.member_of))
+            and p.aggregates.isdisjoint(group.forbidden_aggregates)
+        ):
+            result.append(i)
+    if tree_root is None and shared:
+        members = set(result)
+        for s in shared:
+            p = providers[s]
+            inventory = p.inventories.get(rc)
+            if (
+                s not in members
+                and inventory is not None
+                and inventory.fits(amount)
+                and p.traits.isdisjoint(group.forbidden_traits)
+                and _aggs_ok(p.aggregates, group.member_of)
+                and p.aggregates.isdisjoint(group.forbidden_aggregates)
+            ):
+                result.append(s)
+        result.sort()
+    return result
+
+
+def _lca(fleet: FleetSnapshot, a: int, b: int) -> int:
+    """Lowest common ancestor of two providers, -1 when they are in different trees."""
+    providers = fleet.providers
+    while providers[a].depth > providers[b].depth:
+        a = providers[a].parent
+    while providers[b].depth > providers[a].depth:
+        b = providers[b].parent
+    while a != b:
+        a, b = providers[a].parent, providers[b].parent
+        if a < 0 or b < 0:
+            return -1
+    return a
+
+
+def search_root(plan: QueryPlan, root: int) -> Iterator[Candidate]:
+    """Every candidate anchored at ``root``, lazily, in a deterministic depth-first order."""
+    fleet = plan.fleet
+    providers = fleet.providers
+    slots = plan.slots
+    groups = plan.groups
+    options: list[list[int]] = []
+    for slot in slots:
+        found = _slot_options(plan, slot, root)
+        if not found:
+            return
+        options.append(found)
+    option_sets = [set(o) for o in options]
+    slots_of_group: list[list[int]] = [[] for _ in groups]
+    for k, slot in enumerate(slots):
+        slots_of_group[slot.group].append(k)
+    # the unsuffixed group's trait requirements are checked on its last slot
+    unsuffixed = [i for i, g in enumerate(groups) if g.suffix is None]
+    unsuffixed_group = groups[unsuffixed[0]] if unsuffixed else None
+    if unsuffixed_group is not None and (
+        unsuffixed_group.required_traits or unsuffixed_group.any_traits
+    ):
+        k_un = slots_of_group[unsuffixed[0]]
+        union: frozenset[str] = frozenset().union(
+            *(providers[i].traits for k in k_un for i in options[k])
+        )
+        if not (
+            unsuffixed_group.required_traits <= union
+            and all(not union.isdisjoint(s) for s in unsuffixed_group.any_traits)
+        ):
+            return
+        check_traits_at = k_un[-1]
+    else:
+        check_traits_at = -1
+    unsuffixed_slots = slots_of_group[unsuffixed[0]] if unsuffixed else []
+
+    n = len(slots)
+    chosen = [0] * n  # provider per slot
+    chosen_pos = [0] * n  # option position per slot (for symmetric groups)
+    consumption: dict[tuple[int, str], int] = {}
+    isolated: set[int] = set()
+    set_members: list[list[int]] = [[] for _ in plan.subtree_sets]
+    set_lca: list[int] = [-1 for _ in plan.subtree_sets]
+    remaining_in_set = [len(members) for members in plan.subtree_sets]
+    isolate = plan.isolate
+
+    def subtree_ok(s: int) -> bool:
+        members = set_members[s]
+        lca = set_lca[s]
+        if lca < 0:
+            return False
+        if lca in members:
+            return True
+        if remaining_in_set[s] == 0:
+            return False
+        # one of the groups still to place must be able to sit at or above the LCA
+        ancestors = fleet.ancestors(lca)
+        for g in plan.subtree_sets[s]:
+            for k in slots_of_group[g]:
+                if k >= depth_now[0] and not option_sets[k].isdisjoint(ancestors):
+                    return True
+        return False
+
+    depth_now = [0]
+
+    def assign(k: int) -> Iterator[None]:
+        if k == n:
+            yield None
+            return
+        slot = slots[k]
+        start = 0
+        if slot.symmetric_with_previous:
+            start = chosen_pos[k - 1] + (1 if isolate else 0)
+        slot_options = options[k]
+        resources = slot.resources
+        group_sets = plan.sets_of_group[slot.group] if slot.suffixed else ()
+        for pos in range(start, len(slot_options)):
+            p = slot_options[pos]
+            if isolate and slot.suffixed and p in isolated:
+                continue
+            inventories = providers[p].inventories
+            ok = True
+            for rc, amount in resources:
+                total = consumption.get((p, rc), 0) + amount
+                inventory = inventories[rc]
+                if total > inventory.max_unit or inventory.used + total > inventory.capacity:
+                    ok = False
+                    break
+            if not ok:
+                continue
+            # apply
+            for rc, amount in resources:
+                consumption[(p, rc)] = consumption.get((p, rc), 0) + amount
+            chosen[k] = p
+            chosen_pos[k] = pos
+            if isolate and slot.suffixed:
+                isolated.add(p)
+            saved = []
+            for s in group_sets:
+                saved.append(set_lca[s])
+                set_lca[s] = p if not set_members[s] else _lca(fleet, set_lca[s], p)
+                set_members[s].append(p)
+                remaining_in_set[s] -= 1
+            depth_now[0] = k + 1
+            good = all(subtree_ok(s) for s in group_sets)
+            if good and k == check_traits_at:
+                union = frozenset().union(*(providers[chosen[j]].traits for j in unsuffixed_slots))
+                good = unsuffixed_group is not None and (
+                    unsuffixed_group.required_traits <= union
+                    and all(not union.isdisjoint(a) for a in unsuffixed_group.any_traits)
+                )
+            if good:
+                yield from assign(k + 1)
+            # undo
+            for s, old in zip(reversed(group_sets), reversed(saved), strict=True):
+                set_members[s].pop()
+                set_lca[s] = old
+                remaining_in_set[s] += 1
+            if isolate and slot.suffixed:
+                isolated.discard(p)
+            for rc, amount in resources:
+                left = consumption[(p, rc)] - amount
+                if left:
+                    consumption[(p, rc)] = left
+                else:
+                    del consumption[(p, rc)]
+            depth_now[0] = k
+
+    # runs of symmetric slots: (first slot, last slot)
+    runs: list[tuple[int, int]] = []
+    for k, slot in enumerate(slots):
+        if slot.symmetric_with_previous:
+            first, _ = runs[-1]
+            runs[-1] = (first, k)
+        else:
+            runs.append((k, k))
+    symmetric_runs = [(a, b) for a, b in runs if b > a]
+
+    for _ in assign(0):
+        allocations = tuple(sorted((p, rc, amount) for (p, rc), amount in consumption.items()))
+        base = list(chosen)
+        for assignment in _expand(base, symmetric_runs):
+            yield _candidate(plan, root, assignment, allocations)
+
+
+def _expand(base: list[int], runs: Sequence[tuple[int, int]]) -> Iterator[list[int]]:
+    """Every distinct way to hand the providers chosen for each run of identical groups to the
+    groups of the run (distinct permutations of a multiset), in lexicographic order."""
+    if not runs:
+        yield base
+        return
+    (first, last), rest = runs[0], runs[1:]
+    for perm in _distinct_permutations(sorted(base[first : last + 1])):
+        variant = list(base)
+        variant[first : last + 1] = perm
+        yield from _expand(variant, rest)
+
+
+def _distinct_permutations(values: list[int]) -> Iterator[list[int]]:
+    """Distinct permutations of a sorted multiset, lexicographic; work per permutation is
+    O(len(values)) (Knuth, TAOCP 7.2.1.2, Algorithm L)."""
+    a = list(values)
+    n = len(a)
+    while True:
+        yield list(a)
+        j = n - 2
+        while j >= 0 and a[j] >= a[j + 1]:
+            j -= 1
+        if j < 0:
+            return
+        m = n - 1
+        while a[m] <= a[j]:
+            m -= 1
+        a[j], a[m] = a[m], a[j]
+        a[j + 1 :] = reversed(a[j + 1 :])
+
+
+def _candidate(
+    plan: QueryPlan, root: int, chosen: list[int], allocations: tuple[tuple[int, str, int], ...]
+) -> Candidate:
+    per_group: list[list[tuple[int, str, int]]] = [[] for _ in plan.groups]
+    group_providers: list[set[int]] = [set() for _ in plan.groups]
+    for slot, p in zip(plan.slots, chosen, strict=True):
+        group_providers[slot.group].add(p)
+        for rc, amount in slot.resources:
+            per_group[slot.group].append((p, rc, amount))
+    choices = tuple(
+        GroupChoice(group.suffix, tuple(sorted(per_group[i])), tuple(sorted(group_providers[i])))
+        for i, group in enumerate(plan.groups)
+    )
+    return Candidate(root, choices, allocations)

@@ -1,0 +1,80 @@
+"""The pure candidate engine against the brute-force oracle, on random small forests.
+
+No database: these run once (not per backend). ``tests/test_allocation_candidates*.py`` checks
+the same through the HTTP API on every backend.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from placement_numa.domain.request_groups import CandidateQuery, RequestGroup
+from placement_numa.engine import SnapshotEngine, StaticFleetSource
+from placement_numa.engine.fleet import FleetSnapshot
+from tests.candidate_fleets import forests, queries
+from tests.candidate_oracle import oracle
+
+PROPERTY = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
+@st.composite
+def fleet_and_query(draw: Any) -> tuple[FleetSnapshot, CandidateQuery]:
+    fleet = draw(forests())
+    return fleet, draw(queries(len(fleet.providers)))
+
+
+def engine_keys(fleet: FleetSnapshot, query: CandidateQuery, **kwargs: Any) -> list[Any]:
+    result = SnapshotEngine(StaticFleetSource(fleet)).search(query, **kwargs)
+    return [c.key() for c in result.candidates]
+
+
+@PROPERTY
+@given(fleet_and_query())
+def test_engine_equals_oracle(case: tuple[FleetSnapshot, CandidateQuery]) -> None:
+    fleet, query = case
+    keys = engine_keys(fleet, query)
+    assert len(keys) == len(set(keys)), "duplicate candidates"
+    assert set(keys) == oracle(fleet, query)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fleet_and_query(), st.integers(1, 4))
+def test_limit_is_a_prefix(case: tuple[FleetSnapshot, CandidateQuery], limit: int) -> None:
+    fleet, query = case
+    everything = engine_keys(fleet, query)
+    limited = engine_keys(fleet, query, limit=limit)
+    assert limited == everything[:limit]
+    assert set(limited) <= oracle(fleet, query)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fleet_and_query())
+def test_pre_1_29_drops_nested_multi_provider_candidates(
+    case: tuple[FleetSnapshot, CandidateQuery],
+) -> None:
+    fleet, query = case
+    assert set(engine_keys(fleet, query, nested_aware=False)) == oracle(
+        fleet, query, nested_aware=False
+    )
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fleet_and_query(), st.integers(1, 3))
+def test_rank_orders_candidates(case: tuple[FleetSnapshot, CandidateQuery], limit: int) -> None:
+    fleet, query = case
+
+    def spread(candidate: Any, view: FleetSnapshot) -> tuple[int, ...]:
+        return (-len(candidate.providers()), candidate.anchor)
+
+    engine = SnapshotEngine(StaticFleetSource(fleet))
+    ranked = engine.search(query, rank=spread).candidates
+    keys = [spread(c, fleet) for c in ranked]
+    assert keys == sorted(keys)
+    assert {c.key() for c in ranked} == oracle(fleet, query)
+    limited = engine.search(query, rank=spread, limit=limit).candidates
+    assert [c.key() for c in limited] == [c.key() for c in ranked[:limit]]
