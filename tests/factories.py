@@ -160,3 +160,36 @@ def seed_allocation(
             )
         )
     return consumer
+
+
+# --- Inventories and traits through the API (H1b) ---
+
+
+def set_inventories(
+    api: PlacementAPI, provider_uuid: str, inventories: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """Replace the provider's inventories through ``PUT .../inventories`` at its current
+    generation (``{resource_class: {"total": n, ...}}``, Placement's defaults for the rest);
+    returns the response body. Fails the test on a non-200."""
+    url = f"/resource_providers/{provider_uuid}/inventories"
+    generation = api.get(url).json()["resource_provider_generation"]
+    response = api.put(
+        url, json={"resource_provider_generation": generation, "inventories": inventories}
+    )
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()
+    return result
+
+
+def set_traits(api: PlacementAPI, provider_uuid: str, traits: list[str]) -> dict[str, Any]:
+    """Replace the provider's traits through ``PUT .../traits`` at its current generation,
+    creating custom traits first (``PUT /traits/{name}``); returns the response body."""
+    for trait in traits:
+        if trait.startswith("CUSTOM_"):
+            assert api.put(f"/traits/{trait}").status_code in (201, 204)
+    url = f"/resource_providers/{provider_uuid}/traits"
+    generation = api.get(url).json()["resource_provider_generation"]
+    response = api.put(url, json={"traits": traits, "resource_provider_generation": generation})
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()
+    return result
