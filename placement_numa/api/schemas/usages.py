@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from placement_numa.errors import BadRequest
 
@@ -21,11 +21,11 @@ class UsagesQuery:
 
 
 def _check_length(name: str, value: str) -> None:
-    if not 1 <= len(value) <= 255:
-        raise BadRequest(
-            f"Invalid query string parameters: '{value}' is too "
-            f"{'short' if not value else 'long'} for '{name}'"
-        )
+    """jsonschema's minLength/maxLength wording, as Placement reports it."""
+    if not value:
+        raise BadRequest("Invalid query string parameters: '' should be non-empty")
+    if len(value) > 255:
+        raise BadRequest(f"Invalid query string parameters: '{value}' is too long")
 
 
 def parse_usages_query(params: Mapping[str, str], *, consumer_types: bool) -> UsagesQuery:
