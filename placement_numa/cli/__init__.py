@@ -14,6 +14,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "placement_numa.cli.serve",
     "placement_numa.cli.db",
     "placement_numa.cli.openapi",
+    "placement_numa.cli.reshape",
     "placement_numa.cli.agent",
 )
 
