@@ -1,0 +1,217 @@
+"""``placement-numa reshape plan|apply``: move a flat compute node onto its NUMA tree (or back).
+
+::
+
+    placement-numa reshape plan  --host cn1 --topology cn1-numa.json [--policy spread] [--url URL]
+    placement-numa reshape apply --host cn1 --topology cn1-numa.json
+    placement-numa reshape plan  --host cn1 --to-flat          # the rollback
+    placement-numa reshape apply --host cn1 --to-flat
+
+Everything goes through the Placement API (so it also works against OpenStack Placement): the
+host's tree, inventories, traits and consumers are read over HTTP, the plan is computed locally
+(``placement_numa.reshape``), and ``apply`` creates the cell and page-size providers with their
+traits, re-reads their generations, sends the body with ``POST /reshaper`` (one transaction on
+the server) and, for ``--to-flat``, deletes the emptied child providers. If ``POST /reshaper``
+fails, the providers it created are deleted again and nothing else has changed.
+
+``plan`` prints the plan as JSON (``reshaper`` is the ``POST /reshaper`` body) followed by a
+human summary on stderr. Exit codes: 0 done, 1 Placement refused, 2 the plan is impossible.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from placement_numa.reshape import (
+    ConsumerState,
+    HostState,
+    Inventory,
+    Plan,
+    PlanError,
+    ProviderState,
+    parse_topology,
+    plan_to_flat,
+    plan_to_numa,
+)
+
+__all__ = ["register", "read_host", "make_plan", "apply_plan", "PlacementRefused"]
+
+READ_VERSION = "1.38"
+
+
+class PlacementRefused(RuntimeError):
+    """Placement answered a request with an error; ``str()`` names the request and the detail."""
+
+
+def _check(response: httpx.Response, *expected: int) -> httpx.Response:
+    if response.status_code not in expected:
+        try:
+            detail = response.json()["errors"][0]["detail"].strip()
+        except (ValueError, KeyError, IndexError):
+            detail = response.text
+        raise PlacementRefused(
+            f"{response.request.method} {response.request.url.path} -> {response.status_code}: {detail}"
+        )
+    return response
+
+
+def _get(client: httpx.Client, path: str, **params: Any) -> Any:
+    headers = {"openstack-api-version": f"placement {READ_VERSION}"}
+    return _check(client.get(path, params=params or None, headers=headers), 200).json()
+
+
+def read_host(client: httpx.Client, host: str) -> HostState:
+    """The compute node named ``host`` as the planner needs it, read over the Placement API.
+
+    Raises ``PlacementRefused`` when it does not exist or is not a root provider.
+    """
+    found = _get(client, "/resource_providers", name=host)["resource_providers"]
+    if not found:
+        raise PlacementRefused(f"no resource provider named {host}")
+    root_uuid = found[0]["uuid"]
+    if found[0].get("parent_provider_uuid"):
+        raise PlacementRefused(f"{host} is not a compute node (root) provider")
+    tree = _get(client, "/resource_providers", in_tree=root_uuid)["resource_providers"]
+    states: dict[str, ProviderState] = {}
+    consumer_ids: set[str] = set()
+    for rp in tree:
+        invs = _get(client, f"/resource_providers/{rp['uuid']}/inventories")["inventories"]
+        traits = _get(client, f"/resource_providers/{rp['uuid']}/traits")["traits"]
+        states[rp["uuid"]] = ProviderState(
+            uuid=rp["uuid"],
+            name=rp["name"],
+            generation=rp["generation"],
+            parent_uuid=rp.get("parent_provider_uuid"),
+            inventories={rc: Inventory.from_dict(inv) for rc, inv in invs.items()},
+            traits=frozenset(traits),
+        )
+        consumer_ids |= set(_get(client, f"/resource_providers/{rp['uuid']}/allocations")["allocations"])
+    consumers = []
+    for consumer in sorted(consumer_ids):
+        data = _get(client, f"/allocations/{consumer}")
+        consumers.append(
+            ConsumerState(
+                uuid=consumer,
+                project_id=data["project_id"],
+                user_id=data["user_id"],
+                generation=data.get("consumer_generation"),
+                consumer_type=data.get("consumer_type"),
+                allocations={rp: dict(v["resources"]) for rp, v in data["allocations"].items()},
+            )
+        )
+    return HostState(
+        root=states[root_uuid],
+        descendants=tuple(s for u, s in states.items() if u != root_uuid),
+        consumers=tuple(consumers),
+    )
+
+
+def make_plan(client: httpx.Client, host: str, topology: dict[str, Any] | None, *, policy: str = "pack") -> Plan:
+    """Read ``host`` and plan its reshape: onto ``topology``, or back to flat when ``None``.
+
+    Raises ``PlanError`` (impossible plan: names the consumer and what it lacked) or
+    ``PlacementRefused``.
+    """
+    state = read_host(client, host)
+    if topology is None:
+        return plan_to_flat(state)
+    return plan_to_numa(state, parse_topology(topology), policy=policy)  # type: ignore[arg-type]
+
+
+def _headers(version: str) -> dict[str, str]:
+    return {"openstack-api-version": f"placement {version}"}
+
+
+def apply_plan(client: httpx.Client, plan: Plan) -> None:
+    """Create the plan's providers with their traits, ``POST /reshaper`` its body at
+    ``plan.microversion`` with current generations, delete the providers it empties.
+
+    On a refused ``POST /reshaper`` the providers created here are deleted again and
+    ``PlacementRefused`` is raised.
+    """
+    created: list[str] = []
+    try:
+        for new in plan.create_providers:
+            _check(
+                client.post(
+                    "/resource_providers",
+                    json={"name": new.name, "uuid": new.uuid, "parent_provider_uuid": new.parent_provider_uuid},
+                    headers=_headers("1.20"),
+                ),
+                200,
+            )
+            created.append(new.uuid)
+            for trait in new.traits:
+                if trait.startswith("CUSTOM_"):
+                    _check(client.put(f"/traits/{trait}", headers=_headers("1.6")), 201, 204)
+            _check(
+                client.put(
+                    f"/resource_providers/{new.uuid}/traits",
+                    json={"traits": list(new.traits), "resource_provider_generation": 0},
+                    headers=_headers("1.6"),
+                ),
+                200,
+            )
+        generations = {
+            uuid: _get(client, f"/resource_providers/{uuid}")["generation"] for uuid in plan.body["inventories"]
+        }
+        _check(
+            client.post("/reshaper", json=plan.with_generations(generations), headers=_headers(plan.microversion)),
+            204,
+        )
+    except PlacementRefused:
+        for uuid in reversed(created):
+            client.delete(f"/resource_providers/{uuid}", headers=_headers("1.20"))
+        raise
+    for uuid in plan.delete_providers:
+        _check(client.delete(f"/resource_providers/{uuid}", headers=_headers("1.20")), 204)
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("reshape", help="plan or apply a NUMA reshape of a compute node")
+    actions = parser.add_subparsers(dest="action", required=True)
+    for action, text in (("plan", "print the plan without changing anything"), ("apply", "apply the plan")):
+        sub = actions.add_parser(action, help=text)
+        sub.add_argument("--host", required=True, help="the compute node (root provider) name")
+        target = sub.add_mutually_exclusive_group(required=True)
+        target.add_argument("--topology", type=Path, help="target NUMA topology (JSON file)")
+        target.add_argument("--to-flat", action="store_true", help="collapse the NUMA tree (rollback)")
+        sub.add_argument("--policy", choices=("pack", "spread"), default="pack")
+        sub.add_argument("--url", default="http://127.0.0.1:8778", help="Placement endpoint")
+        sub.add_argument("--token", default="admin", help="x-auth-token")
+        sub.add_argument("--roles", default=None, help="x-roles header (OpenStack Placement's noauth2)")
+        sub.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    headers = {"x-auth-token": args.token}
+    if args.roles:
+        headers["x-roles"] = args.roles
+    topology = None if args.to_flat else json.loads(args.topology.read_text())
+    with httpx.Client(base_url=args.url, headers=headers, timeout=60) as client:
+        try:
+            plan = make_plan(client, args.host, topology, policy=args.policy)
+        except PlanError as exc:
+            print(f"cannot reshape {args.host}: {exc}", file=sys.stderr)
+            return 2
+        except PlacementRefused as exc:
+            print(f"cannot read {args.host}: {exc}", file=sys.stderr)
+            return 1
+        if args.action == "plan":
+            print(json.dumps(plan.as_dict(), indent=2))
+            print("\n".join(plan.summary), file=sys.stderr)
+            return 0
+        try:
+            apply_plan(client, plan)
+        except PlacementRefused as exc:
+            print(f"reshape of {args.host} refused, nothing changed: {exc}", file=sys.stderr)
+            return 1
+    print("\n".join(plan.summary))
+    print(f"reshaped {args.host}: {plan.direction}")
+    return 0
