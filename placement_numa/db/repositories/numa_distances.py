@@ -22,7 +22,10 @@ from placement_numa.db.tables import resource_providers as rp
 from placement_numa.db.tables import traits
 from placement_numa.errors import ConcurrentUpdate
 
-__all__ = ["CellRow", "DistanceRow", "numa_cells", "get", "get_many", "insert_row", "update_row", "delete_row"]
+__all__ = [
+    "CellRow", "DistanceRow", "numa_cells", "get", "get_many", "insert_row", "update_row",
+    "delete_row", "all_cell_names", "all_matrices",
+]
 
 HW_NUMA_ROOT = "HW_NUMA_ROOT"
 
@@ -126,3 +129,21 @@ def delete_row(conn: Connection, root_provider_id: int, seen: int) -> None:
         raise ConcurrentUpdate(
             f"NUMA distances generation conflict: the matrix is no longer at generation {seen}."
         )
+
+
+def all_cell_names(conn: Connection) -> list[tuple[str, str]]:
+    """``(cell provider uuid, name)`` of every ``HW_NUMA_ROOT`` provider of the fleet."""
+    rows = conn.execute(
+        select(rp.c.uuid, rp.c.name)
+        .select_from(rp.join(rpt, rpt.c.resource_provider_id == rp.c.id).join(traits, traits.c.id == rpt.c.trait_id))
+        .where(traits.c.name == HW_NUMA_ROOT)
+    ).all()
+    return [(row[0], row[1]) for row in rows]
+
+
+def all_matrices(conn: Connection) -> dict[str, dict[int, dict[int, int]]]:
+    """Every stored matrix, by root provider uuid."""
+    rows = conn.execute(
+        select(rp.c.uuid, nd.c.matrix).select_from(nd.join(rp, rp.c.id == nd.c.root_provider_id))
+    ).all()
+    return {row[0]: _decode(row[1]) for row in rows}

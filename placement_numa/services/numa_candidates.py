@@ -1,0 +1,145 @@
+"""Use case: NUMA-aware allocation candidates (``POST /allocation_candidates``).
+
+Flow (design notes, "NUMA layer"): flavor + image -> ``numa.translate`` -> the candidate engine
+with the NUMA rank hook (``numa.engine_rank``) -> ranked candidates, NUMA fits first, then the
+fallback candidates on hosts not reshaped yet.
+
+* ``flavor_candidates``: translate, search (with ``distribute_cpus_across_numa`` and a flavor that
+  does not fix its cell count: widths 1, 2, ... as KEP-2902, keeping each host's narrowest fit),
+  then the fallback query (``!HW_NON_NUMA,!HW_NUMA_ROOT``) after every NUMA fit;
+* ``query_candidates``: a ready ``CandidateQuery`` (the JSON form of the GET query), ranked.
+
+Reads only (one read connection for the cell names and distance matrices; the engine keeps its
+own fresh snapshot). Raises ``InvalidFlavor`` (400) from the translation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from placement_numa.db.database import Database
+from placement_numa.db.repositories import numa_distances as repo
+from placement_numa.domain.request_groups import CandidateQuery
+from placement_numa.engine import Candidate, CandidateEngine, FleetSnapshot
+from placement_numa.numa.distances import cell_id_from_name
+from placement_numa.numa.distribute import widths_to_try
+from placement_numa.numa.engine_rank import CellIndex, NumaRanker
+from placement_numa.numa.flavor import Flavor, ImageProperties
+from placement_numa.numa.query_string import to_query_string
+from placement_numa.numa.ranking import NumaScore
+from placement_numa.numa.translate import NumaQuery, translate
+
+__all__ = ["NumaOptions", "RankedCandidate", "flavor_candidates", "query_candidates", "MAX_DISTRIBUTE_CELLS"]
+
+# KEP-2902 tries 1..N cells; hosts rarely have more than 8 cells per socket pair.
+MAX_DISTRIBUTE_CELLS = 16
+
+
+@dataclass(frozen=True)
+class NumaOptions:
+    """``limit`` (``None`` = all), ``prefer_closest_numa_nodes`` (KEP-3545, default on),
+    ``distribute_cpus_across_numa`` (KEP-2902, default off)."""
+
+    limit: int | None = None
+    prefer_closest: bool = True
+    distribute: bool = False
+
+
+@dataclass(frozen=True)
+class RankedCandidate:
+    """One candidate, best first: the engine's candidate and snapshot, its NUMA score
+    (``None`` for fallback candidates), the query string it answers, and whether it is a
+    fallback (host not reshaped)."""
+
+    candidate: Candidate
+    fleet: FleetSnapshot
+    score: NumaScore | None
+    explain: str
+    fallback: bool = False
+
+
+def _cell_index(database: Database) -> CellIndex:
+    with database.read() as conn:
+        names = repo.all_cell_names(conn)
+        matrices = repo.all_matrices(conn)
+    ids = {uuid: cid for uuid, name in names if (cid := cell_id_from_name(name)) is not None}
+    return CellIndex(ids, matrices)
+
+
+def _anchors_distinct(candidate: Candidate, anchors: tuple[str, ...]) -> bool:
+    chosen = [g.providers for g in candidate.groups if g.suffix in anchors]
+    return len({p for p in chosen}) == len(chosen)
+
+
+def _search(
+    engine: CandidateEngine, numa: NumaQuery, ranker: NumaRanker, limit: int | None
+) -> list[RankedCandidate]:
+    query = numa.search_query
+    result = engine.search(query, limit=None if numa.filter_anchors else limit, rank=ranker.rank)
+    explain = to_query_string(query)
+    found = []
+    for candidate in result.candidates:
+        if numa.filter_anchors and not _anchors_distinct(candidate, numa.anchors):
+            continue
+        found.append(RankedCandidate(candidate, result.fleet, ranker.score(candidate, result.fleet), explain))
+        if limit is not None and len(found) >= limit:
+            break
+    return found
+
+
+def flavor_candidates(
+    *,
+    database: Database,
+    engine: CandidateEngine,
+    flavor: Flavor,
+    image: ImageProperties | None,
+    options: NumaOptions,
+) -> list[RankedCandidate]:
+    """Ranked candidates for a Nova flavor (see the module docstring). Raises ``InvalidFlavor``."""
+    numa = translate(flavor, image)
+    limit = options.limit
+    if numa.topology is None:  # no NUMA request: non-NUMA hosts only, engine order
+        result = engine.search(numa.search_query, limit=limit)
+        explain = to_query_string(numa.search_query)
+        return [RankedCandidate(c, result.fleet, None, explain) for c in result.candidates]
+
+    index = _cell_index(database)
+    attempts = [numa]
+    if options.distribute and not numa.topology.fixed_cell_count:
+        attempts = [
+            translate(flavor, image, cell_count=width)
+            for width in widths_to_try(flavor.vcpus, MAX_DISTRIBUTE_CELLS)
+        ]
+    found: list[RankedCandidate] = []
+    placed_roots: set[int] = set()
+    for attempt in attempts:
+        remaining = None if limit is None else limit - len(found)
+        if remaining is not None and remaining <= 0:
+            break
+        ranker = NumaRanker(index, attempt.cpu_classes, prefer_closest=options.prefer_closest)
+        batch = _search(engine, attempt, ranker, None if len(attempts) > 1 else remaining)
+        narrowest = [r for r in batch if r.candidate.anchor not in placed_roots]
+        placed_roots.update(r.candidate.anchor for r in narrowest)
+        found.extend(narrowest[:remaining] if remaining is not None else narrowest)
+
+    if numa.fallback is not None and (limit is None or len(found) < limit):
+        remaining = None if limit is None else limit - len(found)
+        result = engine.search(numa.fallback, limit=remaining)
+        explain = to_query_string(numa.fallback)
+        found.extend(RankedCandidate(c, result.fleet, None, explain, True) for c in result.candidates)
+    return found
+
+
+def query_candidates(
+    *, database: Database, engine: CandidateEngine, query: CandidateQuery, options: NumaOptions
+) -> list[RankedCandidate]:
+    """Ranked candidates for a ready query (the JSON form of the GET query). Candidates on
+    hosts without NUMA cells score width 0 and come first; the query is run as given."""
+    index = _cell_index(database)
+    classes = tuple(
+        rc for rc in ("VCPU", "PCPU") if any(rc in g.resources for g in query.groups)
+    ) or ("VCPU", "PCPU")
+    ranker = NumaRanker(index, classes, prefer_closest=options.prefer_closest)
+    result = engine.search(query, limit=options.limit, rank=ranker.rank)
+    explain = to_query_string(query)
+    return [RankedCandidate(c, result.fleet, ranker.score(c, result.fleet), explain) for c in result.candidates]
