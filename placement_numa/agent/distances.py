@@ -1,8 +1,12 @@
-"""The NUMA distance matrix of a compute node, through placement-numa's NUMA topology API.
+"""The NUMA distance matrix of a compute node, through placement-numa's extension API
+``/resource_providers/{root uuid}/numa_distances`` (``api/routers/numa_topology.py``)::
 
-The API is an extension of Placement (not in OpenStack Placement): when the service answers the
-read with 404/405 for the route itself, the step is skipped with a logged note. The matrix is
-written only when it differs from the stored one, with the generation read just before.
+    GET -> {"generation": int, "cells": {"0": uuid, ...}, "distances": {"0": {"0": 10, "1": 21}, ...}}
+    PUT {"generation": null (create) | int (replace), "distances": {...}}
+
+The matrix has its own generation. It is written only when it differs from the stored one; a
+409 (generation moved) re-reads and retries. A service without the API (OpenStack Placement
+answers 404 for the route, without a ``numa_distances`` error code) is skipped with a note.
 """
 
 from __future__ import annotations
@@ -16,55 +20,55 @@ if TYPE_CHECKING:
     from placement_numa.agent.desired_tree import DesiredTree
     from placement_numa.agent.sync import SyncReport
 
-__all__ = ["sync_distances", "distance_path"]
+__all__ = ["sync_distances", "distance_path", "matrix_document"]
+
+_NOT_FOUND_CODE = "numa_distances.not_found"
 
 
 def distance_path(root_uuid: str) -> str:
     """Where the compute node's distance matrix lives."""
-    return f"/resource_providers/{root_uuid}/numa_topology"
+    return f"/resource_providers/{root_uuid}/numa_distances"
 
 
-def _document(tree: DesiredTree) -> dict[str, Any]:
-    return {
-        "cells": list(tree.cell_ids),
-        "distances": [list(row) for row in tree.distances],
-    }
+def matrix_document(tree: DesiredTree) -> dict[str, dict[str, int]]:
+    """``{"<cell id>": {"<cell id>": distance}}`` of the tree's cells."""
+    ids = [str(cell_id) for cell_id in tree.cell_ids]
+    return {a: dict(zip(ids, row)) for a, row in zip(ids, tree.distances)}
 
 
-def _same(stored: Mapping[str, Any] | None, wanted: Mapping[str, Any]) -> bool:
-    if not stored:
-        return False
-    return [int(c) for c in stored.get("cells", [])] == wanted["cells"] and [
-        [int(d) for d in row] for row in stored.get("distances", [])
-    ] == wanted["distances"]
+def _normalised(distances: Any) -> dict[str, dict[str, int]]:
+    if not isinstance(distances, Mapping):
+        return {}
+    return {str(a): {str(b): int(d) for b, d in row.items()} for a, row in distances.items()}
+
+
+def _error_code(body: Any) -> str:
+    try:
+        return str(body["errors"][0].get("code", ""))
+    except (TypeError, KeyError, IndexError):
+        return ""
 
 
 def sync_distances(
-    client: PlacementClient, tree: DesiredTree, uuids: Mapping[str, str], report: SyncReport
+    client: PlacementClient, tree: DesiredTree, uuids: Mapping[str, str], report: SyncReport, *, max_retries: int = 3
 ) -> None:
     """Write the tree's distance matrix on its compute node when it differs (see module doc)."""
-    root_uuid = uuids[tree.root.path]
-    path = distance_path(root_uuid)
-    wanted = _document(tree)
-    for _attempt in range(4):
+    path = distance_path(uuids[tree.root.path])
+    wanted = matrix_document(tree)
+    for _attempt in range(max_retries + 1):
         try:
             status, stored = client.get_json(path, ok=(200, 404, 405))
         except PlacementClientError as exc:
             report.note(f"distance matrix not synced: {exc}")
             return
-        if status == 405 or (status == 404 and not _is_missing_matrix(stored)):
-            report.note("distance matrix skipped: the service has no NUMA topology API")
+        if status == 405 or (status == 404 and not _error_code(stored).endswith(_NOT_FOUND_CODE)):
+            report.note("distance matrix skipped: the service has no NUMA distances API")
             return
-        if status == 200 and _same(stored, wanted):
+        if status == 200 and _normalised(stored.get("distances")) == wanted:
             return
-        body = dict(wanted)
-        if status == 200 and stored is not None and "resource_provider_generation" in stored:
-            body["resource_provider_generation"] = stored["resource_provider_generation"]
-        elif status == 404:
-            _, inventories_generation = _generation(client, root_uuid)
-            body["resource_provider_generation"] = inventories_generation
+        generation = stored.get("generation") if status == 200 else None
         try:
-            client.send_json("PUT", path, body, ok=(200, 201, 204))
+            client.send_json("PUT", path, {"generation": generation, "distances": wanted})
         except ProviderConflict as exc:
             if exc.is_generation_conflict:
                 continue
@@ -73,20 +77,7 @@ def sync_distances(
         except PlacementClientError as exc:
             report.note(f"distance matrix not synced: {exc}")
             return
-        report.change(f"distance matrix of {tree.root.name}: {wanted['distances']}")
+        rows = "; ".join(" ".join(str(d) for d in row) for row in tree.distances)
+        report.change(f"distance matrix of {tree.root.name}: {rows}")
         return
-    report.note("distance matrix not synced: generation kept changing")
-
-
-def _is_missing_matrix(body: Any) -> bool:
-    """A 404 that says "no matrix yet" for an existing route (as opposed to an unknown route)."""
-    try:
-        code = body["errors"][0].get("code", "")
-    except (TypeError, KeyError, IndexError):
-        return False
-    return "numa" in str(code)
-
-
-def _generation(client: PlacementClient, uuid: str) -> tuple[str, int]:
-    generation, _ = client.get_traits(uuid)
-    return uuid, generation
+    report.note("distance matrix not synced: its generation kept changing")

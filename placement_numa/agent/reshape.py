@@ -94,7 +94,11 @@ def reshape_with_planner(
 ) -> bool:
     """Reshape the flat compute node ``root`` onto ``tree``'s cells; False (with a note) when the
     service has no planner or the planner refuses (e.g. a consumer fits on no cell)."""
-    request = {"host": root.name, "topology": topology_document(tree)}
+    request = {
+        "root_provider_uuid": root.uuid,
+        "direction": "to_numa",
+        "topology": topology_document(tree),
+    }
     try:
         status, plan = client.send_json("POST", PLAN_PATH, request, ok=(200, 404, 405))
     except PlacementClientError as exc:
