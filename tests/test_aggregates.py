@@ -137,3 +137,20 @@ def test_unknown_provider(api: PlacementAPI) -> None:
     ):
         assert response.status_code == 404
         assert f"No resource provider with uuid {missing} found" in response.json()["errors"][0]["detail"]
+
+
+def test_concurrent_puts_one_wins(api: PlacementAPI) -> None:
+    """Eight writers send the same generation at once: exactly one succeeds, the rest get 409."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rp = create_provider(api)["uuid"]
+
+    def put(_: int) -> int:
+        body = {"aggregates": [_uuid()], "resource_provider_generation": 0}
+        return api.put(_url(rp), json=body).status_code
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        statuses = sorted(pool.map(put, range(8)))
+    assert statuses == [200] + [409] * 7
+    assert _generation(api, rp) == 1
+    assert len(api.get(_url(rp)).json()["aggregates"]) == 1

@@ -509,3 +509,25 @@ def test_delete_parent_and_in_use(api: PlacementAPI) -> None:
     assert f"Unable to delete resource provider {child}: Resource provider has allocations." in detail
     _error(api.delete(f"/resource_providers/{child}", version="1.22"), 409, code=None)
     assert api.get(f"/resource_providers/{child}").status_code == 200
+
+
+def test_concurrent_crossing_moves_never_make_a_loop(api: PlacementAPI) -> None:
+    """``a`` moves under ``b`` while ``b`` moves under ``a``: at most one wins, no loop."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    for _ in range(3):
+        a = create_provider(api)["uuid"]
+        b = create_provider(api)["uuid"]
+
+        def move(pair: tuple[str, str]) -> int:
+            child, parent = pair
+            name = api.get(f"/resource_providers/{child}").json()["name"]
+            body = {"name": name, "parent_provider_uuid": parent}
+            return api.put(f"/resource_providers/{child}", json=body).status_code
+
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            statuses = sorted(pool.map(move, [(a, b), (b, a)]))
+        assert statuses in ([200, 400], [400, 200])
+        shown = {p: api.get(f"/resource_providers/{p}").json() for p in (a, b)}
+        roots = {p["root_provider_uuid"] for p in shown.values()}
+        assert len(roots) == 1 and roots <= {a, b}

@@ -197,6 +197,13 @@ def update_provider(
 
     with database.write() as conn:
         provider = require_provider(conn, uuid)
+        if not isinstance(parent_uuid, _Unset):
+            # Serialise concurrent moves touching these trees (two crossing moves could
+            # otherwise both pass the loop check), then re-read what the checks use.
+            target = repo.get_by_uuid(conn, _canonical(parent_uuid)) if parent_uuid else None
+            roots = {provider.root_provider_id} | ({target.root_provider_id} if target else set())
+            repo.lock_providers(conn, repo.tree_ids(conn, roots))
+            provider = require_provider(conn, uuid)
         parent_id = provider.parent_provider_id
         root_id = provider.root_provider_id
         moved: set[int] = set()

@@ -33,6 +33,7 @@ __all__ = [
     "update_provider",
     "set_root",
     "subtree_ids",
+    "tree_ids",
     "has_children",
     "has_allocations",
     "delete_provider",
@@ -219,6 +220,15 @@ def subtree_ids(conn: Connection, provider: ProviderRow) -> set[int]:
                 found.add(child_id)
                 stack.append(child_id)
     return found
+
+
+def tree_ids(conn: Connection, root_ids: Iterable[int]) -> list[int]:
+    """Internal ids of every provider in the trees rooted at ``root_ids``."""
+    roots = sorted(set(root_ids))
+    if not roots:
+        return []
+    rows = conn.execute(select(rp.c.id).where(rp.c.root_provider_id.in_(roots)))
+    return [int(id_) for (id_,) in rows]
 
 
 def has_children(conn: Connection, provider_id: int) -> bool:
