@@ -9,11 +9,10 @@ import uuid as uuidlib
 from typing import Any
 
 import pytest
-from sqlalchemy import insert
 
-from placement_numa.db import tables
 from placement_numa.domain.inventory import MAX_INT, InventoryFields, capacity
 from tests.conftest import PlacementAPI
+from tests.factories import create_provider
 
 DEFAULTS = {
     "reserved": 0,
@@ -25,39 +24,24 @@ DEFAULTS = {
 
 
 def make_provider(api: PlacementAPI, name: str | None = None) -> str:
-    """A new root provider, through the API when ``POST /resource_providers`` exists."""
-    rp_uuid = str(uuidlib.uuid4())
-    name = name or f"rp-{rp_uuid[:8]}"
-    response = api.post("/resource_providers", json={"name": name, "uuid": rp_uuid}, version="1.20")
-    if response.status_code in (200, 201):
-        return rp_uuid
-    database = api.client.app.state.database  # type: ignore[attr-defined]
-    with database.write() as conn:
-        rp = tables.resource_providers
-        new_id = conn.execute(
-            insert(rp).values(uuid=rp_uuid, name=name, generation=0)
-        ).inserted_primary_key[0]
-        conn.execute(rp.update().where(rp.c.id == new_id).values(root_provider_id=new_id))
-    return rp_uuid
+    """A new root provider, created through the API; returns its uuid."""
+    created = create_provider(api, name=name)
+    return str(created["uuid"])
 
 
 def allocate(api: PlacementAPI, rp_uuid: str, resources: dict[str, int]) -> None:
-    """Allocation rows for a fresh consumer (written directly: a fixture, not the use case)."""
-    database = api.client.app.state.database  # type: ignore[attr-defined]
-    consumer = str(uuidlib.uuid4())
-    with database.write() as conn:
-        rp_id = conn.execute(
-            tables.resource_providers.select().where(tables.resource_providers.c.uuid == rp_uuid)
-        ).first().id
-        for name, used in resources.items():
-            rc_id = conn.execute(
-                tables.resource_classes.select().where(tables.resource_classes.c.name == name)
-            ).first().id
-            conn.execute(
-                insert(tables.allocations).values(
-                    resource_provider_id=rp_id, consumer_id=consumer, resource_class_id=rc_id, used=used
-                )
-            )
+    """Allocate ``resources`` on the provider for a new consumer, through the API (1.28)."""
+    response = api.put(
+        f"/allocations/{uuidlib.uuid4()}",
+        json={
+            "allocations": {rp_uuid: {"resources": resources}},
+            "project_id": "p",
+            "user_id": "u",
+            "consumer_generation": None,
+        },
+        version="1.28",
+    )
+    assert response.status_code == 204, response.text
 
 
 def put_all(
@@ -373,9 +357,9 @@ def test_delete_one_and_all(api: PlacementAPI) -> None:
 def test_inventory_in_use(api: PlacementAPI) -> None:
     rp = make_provider(api)
     put_all(api, rp, 0, {"VCPU": {"total": 8}, "MEMORY_MB": {"total": 1024}, "DISK_GB": {"total": 10}})
-    allocate(api, rp, {"VCPU": 4, "MEMORY_MB": 512})
+    allocate(api, rp, {"VCPU": 4, "MEMORY_MB": 512})  # bumps the generation to 2
 
-    removing = put_all(api, rp, 1, {"VCPU": {"total": 8}})
+    removing = put_all(api, rp, 2, {"VCPU": {"total": 8}})
     assert removing.status_code == 409
     assert error_code(removing) == "placement.inventory.inuse"
     assert "MEMORY_MB" in removing.json()["errors"][0]["detail"]
@@ -390,12 +374,12 @@ def test_inventory_in_use(api: PlacementAPI) -> None:
     assert error_code(one) == "placement.concurrent_update"
 
     # Removing an unused class works; shrinking below usage is allowed (Placement only warns).
-    shrink = put_all(api, rp, 1, {"VCPU": {"total": 2}, "MEMORY_MB": {"total": 100}})
+    shrink = put_all(api, rp, 2, {"VCPU": {"total": 2}, "MEMORY_MB": {"total": 100}})
     assert shrink.status_code == 200
-    assert shrink.json()["resource_provider_generation"] == 2
+    assert shrink.json()["resource_provider_generation"] == 3
     single = api.put(
         f"/resource_providers/{rp}/inventories/VCPU",
-        json={"resource_provider_generation": 2, "total": 1},
+        json={"resource_provider_generation": 3, "total": 1},
     )
     assert single.status_code == 200
 

@@ -7,7 +7,7 @@ import pytest
 
 from placement_numa.db.tables import CUSTOM_RESOURCE_CLASS_START_ID
 from tests.conftest import PlacementAPI
-from tests.test_inventories import make_provider, put_all
+from tests.factories import create_provider, set_inventories
 
 
 def _names(api: PlacementAPI) -> list[str]:
@@ -123,8 +123,8 @@ def test_put_renames_before_1_7(api: PlacementAPI) -> None:
 
 def test_delete(api: PlacementAPI) -> None:
     api.put("/resource_classes/CUSTOM_FPGA", version="1.7")
-    rp = make_provider(api)
-    assert put_all(api, rp, 0, {"CUSTOM_FPGA": {"total": 2}}).status_code == 200
+    rp = str(create_provider(api)["uuid"])
+    set_inventories(api, rp, {"CUSTOM_FPGA": {"total": 2}})
     in_use = api.delete("/resource_classes/CUSTOM_FPGA")
     assert in_use.status_code == 409
     assert api.delete(f"/resource_providers/{rp}/inventories").status_code == 204

@@ -10,7 +10,11 @@ import pytest
 
 from placement_numa.names import EXTENSION_TRAITS
 from tests.conftest import PlacementAPI
-from tests.test_inventories import make_provider
+from tests.factories import create_provider
+
+
+def make_provider(api: PlacementAPI) -> str:
+    return str(create_provider(api)["uuid"])
 
 
 def set_traits(api: PlacementAPI, rp: str, generation: int, traits: list[str]) -> Any:
