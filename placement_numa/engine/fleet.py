@@ -106,6 +106,9 @@ class FleetSnapshot:
     def __init__(self, revision: int, providers: list[ProviderInfo]) -> None:
         self.revision = revision
         self.providers = providers
+        # names known to the database (``None``: not checked), set by the loader
+        self.resource_class_names: frozenset[str] | None = None
+        self.trait_names: frozenset[str] | None = None
         self.index_by_uuid = {p.uuid: p.index for p in providers}
         self.index_by_id = {p.id: p.index for p in providers}
         self.tree: dict[int, list[int]] = {}

@@ -1,7 +1,43 @@
-"""Routes: allocation_candidates (to be implemented)."""
+"""Route: ``GET /allocation_candidates`` (Placement 1.10+; 404 below).
+
+Parses the query string (``api/candidate_query.py``), asks the candidate engine
+(``EngineDep``), renders the per-microversion body (``api/schemas/allocation_candidates.py``).
+A ``def`` handler: the search runs in the thread pool, never on the event loop.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import Response
 
-router = APIRouter()
+from placement_numa.api import microversion as mv
+from placement_numa.api.candidate_query import parse_candidate_query
+from placement_numa.api.deps import VersionDep, require_version
+from placement_numa.api.engine_dep import EngineDep
+from placement_numa.api.responses import json_response
+from placement_numa.api.schemas.allocation_candidates import (
+    AllocationCandidatesResponse,
+    render_candidates,
+)
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["allocation_candidates"])
+
+
+@router.get(
+    "/allocation_candidates",
+    dependencies=[Depends(require_version(mv.ALLOCATION_CANDIDATES))],
+    response_model=AllocationCandidatesResponse,
+    summary="Allocation candidates for request groups",
+)
+def list_allocation_candidates(request: Request, version: VersionDep, engine: EngineDep) -> Response:
+    """Candidates satisfying every request group: ``resources$S``, ``required$S``,
+    ``member_of$S``, ``in_tree$S``, ``group_policy``, ``same_subtree``, ``root_required``,
+    ``limit``. 400 with ``placement.query.*`` codes for malformed queries, unknown resource
+    classes or traits. Answers reflect every write committed before the request started."""
+    query = parse_candidate_query(list(request.query_params.multi_items()), version)
+    nested_aware = version >= mv.NESTED_CANDIDATES
+    result = engine.search(query, nested_aware=nested_aware)
+    body = render_candidates(result, query, version, nested_aware=nested_aware)
+    return json_response(body, version)

@@ -1,0 +1,39 @@
+"""``EngineDep``: the process's ``CandidateEngine``, created on first use from ``app.state``.
+
+The engine (``SnapshotEngine`` over ``SqlFleetSource``) lives on ``app.state.candidate_engine``;
+it keeps the fleet snapshot of this worker process, refreshed by ``placement_revision``.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from placement_numa.db.repositories.fleet import SqlFleetSource
+from placement_numa.engine import CandidateEngine, SnapshotEngine
+
+__all__ = ["get_candidate_engine", "EngineDep"]
+
+_CREATE = threading.Lock()
+
+
+def get_candidate_engine(request: Request) -> CandidateEngine:
+    """The app's candidate engine (created once per app, thread-safe)."""
+    state = request.app.state
+    engine: CandidateEngine | None = getattr(state, "candidate_engine", None)
+    if engine is None:
+        with _CREATE:
+            engine = getattr(state, "candidate_engine", None)
+            if engine is None:
+                settings = getattr(state, "settings", None)
+                engine = SnapshotEngine(
+                    SqlFleetSource(state.database),
+                    randomize=bool(getattr(settings, "randomize_allocation_candidates", False)),
+                )
+                state.candidate_engine = engine
+    return engine
+
+
+EngineDep = Annotated[CandidateEngine, Depends(get_candidate_engine)]

@@ -1,0 +1,115 @@
+"""Response shapes of ``GET /allocation_candidates`` per microversion (plain dicts, for orjson).
+
+* ``allocation_requests``: 1.10-1.11 a list form ``{"allocations": [{"resource_provider":
+  {"uuid"}, "resources": {...}}]}``; from 1.12 ``{"allocations": {uuid: {"resources": {...}}}}``
+  plus ``mappings`` ``{suffix: [uuid, ...]}`` from 1.34 (``""`` for the unsuffixed group);
+* ``provider_summaries``: ``{uuid: {"resources": {rc: {"capacity", "used"}}}}``; only the
+  requested classes before 1.27, every inventoried class after; ``traits`` (sorted) from 1.17;
+  ``parent_provider_uuid`` and ``root_provider_uuid`` from 1.29.
+
+Pydantic models here document the newest shape in OpenAPI; the handler builds dicts directly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from placement_numa.api import microversion as mv
+from placement_numa.domain.request_groups import CandidateQuery
+from placement_numa.engine import CandidateResult
+
+__all__ = ["render_candidates", "AllocationCandidatesResponse"]
+
+
+class _Resources(BaseModel):
+    resources: dict[str, int]
+
+
+class _AllocationRequest(BaseModel):
+    allocations: dict[str, _Resources]
+    mappings: dict[str, list[str]]
+
+
+class _Capacity(BaseModel):
+    capacity: int
+    used: int
+
+
+class _Summary(BaseModel):
+    resources: dict[str, _Capacity]
+    traits: list[str]
+    parent_provider_uuid: str | None
+    root_provider_uuid: str
+
+
+class AllocationCandidatesResponse(BaseModel):
+    """Body of ``GET /allocation_candidates`` at the newest microversion."""
+
+    allocation_requests: list[_AllocationRequest]
+    provider_summaries: dict[str, _Summary]
+
+
+def render_candidates(
+    result: CandidateResult,
+    query: CandidateQuery,
+    version: mv.Microversion,
+    *,
+    nested_aware: bool,
+) -> dict[str, Any]:
+    """The response body for ``result`` at ``version``."""
+    fleet = result.fleet
+    providers = fleet.providers
+    requests: list[dict[str, Any]] = []
+    dict_form = version >= mv.ALLOCATIONS_DICT
+    with_mappings = version >= mv.CANDIDATE_MAPPINGS
+    for candidate in result.candidates:
+        per_provider: dict[str, dict[str, int]] = {}
+        for p, rc, amount in candidate.allocations:
+            per_provider.setdefault(providers[p].uuid, {})[rc] = amount
+        if dict_form:
+            item: dict[str, Any] = {
+                "allocations": {u: {"resources": r} for u, r in per_provider.items()}
+            }
+            if with_mappings:
+                item["mappings"] = {
+                    g.suffix or "": [providers[p].uuid for p in g.providers]
+                    for g in candidate.groups
+                }
+        else:
+            item = {
+                "allocations": [
+                    {"resource_provider": {"uuid": u}, "resources": r}
+                    for u, r in per_provider.items()
+                ]
+            }
+        requests.append(item)
+
+    if nested_aware or not fleet.has_trees:
+        summary_ids = result.summary_providers()
+    else:  # before 1.29 on a nested fleet: only providers used by the candidates
+        summary_ids = sorted({p for c in result.candidates for p, _, _ in c.allocations})
+    all_classes = version >= mv.SUMMARIES_ALL_INVENTORIES
+    requested = {rc for g in query.groups for rc in g.resources}
+    with_traits = version >= mv.CANDIDATES_REQUIRED
+    with_tree = version >= mv.NESTED_CANDIDATES
+    summaries: dict[str, Any] = {}
+    for index in summary_ids:
+        info = providers[index]
+        summary: dict[str, Any] = {
+            "resources": {
+                rc: {"capacity": inv.capacity, "used": inv.used}
+                for rc, inv in sorted(info.inventories.items())
+                if all_classes or rc in requested
+            }
+        }
+        if with_traits:
+            summary["traits"] = sorted(info.traits)
+        if with_tree:
+            summary["parent_provider_uuid"] = (
+                providers[info.parent].uuid if info.parent >= 0 else None
+            )
+            summary["root_provider_uuid"] = providers[info.root].uuid
+        summaries[info.uuid] = summary
+    return {"allocation_requests": requests, "provider_summaries": summaries}
