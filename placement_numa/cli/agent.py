@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 import time
 from typing import Any
 
@@ -118,6 +119,11 @@ def _sync_once(settings: AgentSettings, client: PlacementClient) -> int:
     return 0
 
 
+def _stop(signum: int, frame: object) -> None:
+    """SIGTERM ends the periodic agent like Ctrl-C (between or during rounds)."""
+    raise KeyboardInterrupt
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the agent (see the module docstring for modes and exit codes)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -138,6 +144,7 @@ def run(args: argparse.Namespace) -> int:
         if args.once:
             return _sync_once(settings, client)
         LOG.info("syncing %s every %.0f s", settings.hostname, args.interval)
+        signal.signal(signal.SIGTERM, _stop)
         try:
             while True:
                 started = time.monotonic()
@@ -147,4 +154,5 @@ def run(args: argparse.Namespace) -> int:
                     LOG.exception("sync round failed")
                 time.sleep(max(0.0, args.interval - (time.monotonic() - started)))
         except KeyboardInterrupt:
+            LOG.info("stopped")
             return 0
