@@ -390,3 +390,31 @@ def test_error_codes_only_from_1_23(api: PlacementAPI) -> None:
     response = put_all(api, rp, 0, {"VCPU": {"total": 8}}, version="1.22")
     assert response.status_code == 409
     assert "code" not in response.json()["errors"][0]
+
+
+# --- concurrency --------------------------------------------------------------------------------
+
+
+def test_concurrent_writers_at_one_generation(api: PlacementAPI) -> None:
+    """Eight clients replace the inventory (or traits) of one provider at the generation they
+    all read: exactly one wins, the others get 409 placement.concurrent_update, none a 500."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rp = make_provider(api)
+
+    def write(i: int) -> int:
+        if i % 2:
+            response = put_all(api, rp, 0, {"VCPU": {"total": 8 + i}, "DISK_GB": {"total": 10}})
+        else:
+            response = api.put(
+                f"/resource_providers/{rp}/traits",
+                json={"traits": ["HW_CPU_X86_AVX"], "resource_provider_generation": 0},
+            )
+        if response.status_code == 409:
+            assert error_code(response) == "placement.concurrent_update"
+        return response.status_code
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        statuses = list(pool.map(write, range(8)))
+    assert sorted(statuses) == [200] + [409] * 7, statuses
+    assert api.get(f"/resource_providers/{rp}/inventories").json()["resource_provider_generation"] == 1
