@@ -7,8 +7,8 @@ Rules (Nova spec "NUMA Topology with Resource Providers"; Placement's reshaper, 
   ``MEMORY_MB`` to one page-size provider per cell and page size (``step_size`` = one page in
   MiB; traits ``MEMORY_PAGE_SIZE_SMALL|LARGE`` and ``CUSTOM_MEMORY_PAGE_SIZE_<KiB>``); every other
   class stays on the compute node.
-* Allocation ratios, ``min_unit`` of the flat inventories carry over to the cells (huge pages:
-  ratio 1.0). The flat ``reserved`` of a class goes to the first cell, unless the topology gives
+* Allocation ratios, ``min_unit`` and ``max_unit`` of the flat inventories carry over to the
+  cells and small pages (huge pages: ratio 1.0, one page minimum, their total as maximum). The flat ``reserved`` of a class goes to the first cell, unless the topology gives
   per-cell reservations.
 * Each consumer's ``VCPU``/``PCPU``/``MEMORY_MB`` on the compute node move to one cell, or to
   ``numa_nodes`` distinct cells split evenly, its memory in its page size (small pages unless
@@ -89,7 +89,7 @@ def _cell_inventories(cell: CellSpec, flat: Mapping[str, Inventory], topology: T
             total=total,
             reserved=reserved_for(rc, given, total),
             min_unit=min(base.min_unit, total),
-            max_unit=total if base.max_unit is None else max(1, min(base.max_unit, total)),
+            max_unit=base.as_dict()["max_unit"] if rc in flat else total,
             step_size=1,
             allocation_ratio=base.allocation_ratio,
         )
@@ -103,8 +103,8 @@ def _cell_inventories(cell: CellSpec, flat: Mapping[str, Inventory], topology: T
         pages[page.size_kb] = Inventory(
             total=page.memory_mb,
             reserved=reserved,
-            min_unit=page.step_mb,
-            max_unit=page.memory_mb,
+            min_unit=max(page.step_mb, memory.min_unit) if small else page.step_mb,
+            max_unit=memory.as_dict()["max_unit"] if small and "MEMORY_MB" in flat else page.memory_mb,
             step_size=page.step_mb,
             allocation_ratio=memory.allocation_ratio if small else 1.0,
         )
@@ -168,7 +168,7 @@ def plan_to_numa(host: HostState, topology: Topology, *, policy: Policy = "pack"
             }
             slot = memory_slot(size_kb)
             capacity[slot] = inv.capacity
-            limits[slot] = Limits(inv.min_unit, inv.total, inv.step_size)
+            limits[slot] = Limits(inv.min_unit, inv.as_dict()["max_unit"], inv.step_size)
             described.append(f"MEMORY_MB {inv.total} in {size_kb} KiB pages")
         bins.append(Bin(cell.id, capacity, limits))
         summary.append(f"  create {cname}: " + ", ".join(described))
@@ -278,7 +278,7 @@ def _combine(invs: list[Inventory]) -> Inventory:
         total=total,
         reserved=reserved,
         min_unit=min(i.min_unit for i in invs),
-        max_unit=total,
+        max_unit=max(i.as_dict()["max_unit"] for i in invs),
         step_size=step or 1,
         allocation_ratio=ratio,
     )
