@@ -104,6 +104,8 @@ def test_reshape_to_numa_and_back(api: PlacementAPI, cells: int) -> None:
     assert set(api.get(f"/resource_providers/{root}/inventories").json()["inventories"]) == {"DISK_GB"}
     assert tree_usages(api, root) == usages
     assert api.get("/usages?project_id=p").json()["usages"] == project
+    distances = api.get(f"/resource_providers/{root}/numa_distances").json()["distances"]
+    assert distances == {str(i): {str(j): 10 if i == j else 21 for j in range(cells)} for i in range(cells)}
     moved = consumer_allocations(api, consumers)
     for c in consumers:
         assert moved[c][root] == {"DISK_GB": 10}
@@ -120,6 +122,7 @@ def test_reshape_to_numa_and_back(api: PlacementAPI, cells: int) -> None:
     cli.apply_plan(api.client, cli.make_plan(api.client, name, None))
     providers = api.get(f"/resource_providers?in_tree={root}").json()["resource_providers"]
     assert [p["uuid"] for p in providers] == [root]
+    assert api.get(f"/resource_providers/{root}/numa_distances").status_code == 404
     assert api.get(f"/resource_providers/{root}/inventories").json()["inventories"] == original_inventories
     assert consumer_allocations(api, consumers) == original
     assert tree_usages(api, root) == usages

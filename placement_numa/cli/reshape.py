@@ -11,7 +11,8 @@ Everything goes through the Placement API (so it also works against OpenStack Pl
 host's tree, inventories, traits and consumers are read over HTTP, the plan is computed locally
 (``placement_numa.reshape``), and ``apply`` creates the cell and page-size providers with their
 traits, re-reads their generations, sends the body with ``POST /reshaper`` (one transaction on
-the server) and, for ``--to-flat``, deletes the emptied child providers. If ``POST /reshaper``
+the server), stores the distance matrix (placement-numa's ``numa_distances`` extension, when the
+server has it) and, for ``--to-flat``, removes the matrix and deletes the emptied child providers. If ``POST /reshaper``
 fails, the providers it created are deleted again and nothing else has changed.
 
 ``plan`` prints the plan as JSON (``reshaper`` is the ``POST /reshaper`` body) followed by a
@@ -169,8 +170,33 @@ def apply_plan(client: httpx.Client, plan: Plan) -> None:
         for uuid in reversed(created):
             client.delete(f"/resource_providers/{uuid}", headers=_headers("1.20"))
         raise
+    _apply_distances(client, plan)
     for uuid in plan.delete_providers:
         _check(client.delete(f"/resource_providers/{uuid}", headers=_headers("1.20")), 204)
+
+
+def _apply_distances(client: httpx.Client, plan: Plan) -> None:
+    """Store (to_numa) or remove (to_flat) the host's NUMA distance matrix through
+    placement-numa's ``/resource_providers/{uuid}/numa_distances`` extension. A separate write
+    after the reshape; skipped against a Placement without the extension (404 without our code).
+    """
+    path = f"/resource_providers/{plan.root_provider_uuid}/numa_distances"
+    current = client.get(path, headers=_headers(READ_VERSION))
+    known = current.status_code == 200
+    if current.status_code == 404:
+        codes = [e.get("code") for e in current.json().get("errors", [])] if current.content else []
+        if "placement_numa.numa_distances.not_found" not in codes:
+            return  # no distance extension on this server
+    if plan.direction == "to_flat":
+        if known:
+            _check(client.delete(path, params={"generation": current.json()["generation"]}), 204)
+        return
+    if plan.distances is None:
+        return
+    ids = [str(i) for i in plan.distances["cells"]]
+    matrix = {a: {b: value for b, value in zip(ids, row)} for a, row in zip(ids, plan.distances["distances"])}
+    generation = current.json()["generation"] if known else None
+    _check(client.put(path, json={"generation": generation, "distances": matrix}), 200)
 
 
 def register(subparsers: Any) -> None:
