@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import and_, delete, func, insert, select, update
-from sqlalchemy.engine import Connection
+from sqlalchemy import Select, and_, delete, func, insert, select, update
+from sqlalchemy.engine import Connection, Row
 
 from placement_numa.db.repositories import names
 from placement_numa.db.repositories.providers import ProviderRow, utcnow
@@ -62,7 +63,7 @@ def _ratio(conn: Connection, value: float) -> float:
     return float(value)
 
 
-def _select_inventories():  # type: ignore[no-untyped-def]
+def _select_inventories() -> Select[Any]:
     return (
         select(
             resource_classes.c.name,
@@ -81,7 +82,7 @@ def _select_inventories():  # type: ignore[no-untyped-def]
     )
 
 
-def _record(conn: Connection, row) -> InventoryRecord:  # type: ignore[no-untyped-def]
+def _record(conn: Connection, row: Row[Any]) -> InventoryRecord:
     return InventoryRecord(
         resource_class=row.name,
         resource_class_id=row.resource_class_id,

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import Select, delete, func, insert, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
@@ -50,7 +51,7 @@ def is_standard(row: ResourceClassRow) -> bool:
     return row.id < CUSTOM_RESOURCE_CLASS_START_ID
 
 
-def _select():  # type: ignore[no-untyped-def]
+def _select() -> Select[Any]:
     rc = resource_classes
     return select(rc.c.id, rc.c.name, rc.c.created_at, rc.c.updated_at)
 

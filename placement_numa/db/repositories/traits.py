@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import delete, exists, insert, select
+from sqlalchemy import Select, delete, exists, insert, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
@@ -44,7 +45,7 @@ class TraitRow:
         return self.updated_at or self.created_at
 
 
-def _select():  # type: ignore[no-untyped-def]
+def _select() -> Select[Any]:
     return select(traits.c.id, traits.c.name, traits.c.created_at, traits.c.updated_at)
 
 
@@ -90,7 +91,9 @@ def ensure(conn: Connection, name: str) -> tuple[TraitRow, bool]:
         found = get_by_name(conn, name)
         assert found is not None
         return found, False
-    return TraitRow(int(result.inserted_primary_key[0]), name, now, None), True
+    key = result.inserted_primary_key
+    assert key is not None
+    return TraitRow(int(key[0]), name, now, None), True
 
 
 def in_use(conn: Connection, trait_id: int) -> bool:
