@@ -339,7 +339,7 @@ def plan_to_flat(host: HostState) -> Plan:
     summary += [f"  {rc}: {inv.total} (reserved {inv.reserved}, ratio {inv.allocation_ratio:g})" for rc, inv in sorted(final_root.items())]
     summary.append(f"  {len(moving)} consumers moved back to {host.host}; delete {len(children)} child providers")
     summary.append(f"  usages before {before}, after {after}")
-    summary.append("  the host's NUMA distance matrix no longer applies (delete it)")
+    summary.append("  the host's NUMA distance matrix no longer applies (apply removes it)")
     return Plan(
         direction="to_flat",
         host=host.host,
