@@ -418,3 +418,12 @@ def test_concurrent_writers_at_one_generation(api: PlacementAPI) -> None:
         statuses = list(pool.map(write, range(8)))
     assert sorted(statuses) == [200] + [409] * 7, statuses
     assert api.get(f"/resource_providers/{rp}/inventories").json()["resource_provider_generation"] == 1
+
+
+@pytest.mark.parametrize("ratio", [0.9, 1.1, 16.0, 1.5], ids=["0.9", "1.1", "16", "1.5"])
+def test_allocation_ratio_round_trips(api: PlacementAPI, ratio: float) -> None:
+    """MariaDB stores allocation_ratio as a single-precision FLOAT; it reads back as sent."""
+    rp = make_provider(api)
+    put_all(api, rp, 0, {"VCPU": {"total": 10, "allocation_ratio": ratio}})
+    shown = api.get(f"/resource_providers/{rp}/inventories/VCPU").json()
+    assert shown["allocation_ratio"] == ratio
