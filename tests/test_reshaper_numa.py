@@ -164,3 +164,31 @@ def test_refused_reshape_removes_the_providers_it_created(api: PlacementAPI) -> 
         cli.apply_plan(api.client, planned)
     providers = api.get(f"/resource_providers?in_tree={root}").json()["resource_providers"]
     assert [p["uuid"] for p in providers] == [root]
+
+
+def test_atomic_apply_endpoint_to_numa_and_back(api: PlacementAPI) -> None:
+    root, name, consumers = flat_host(api)
+    usages = tree_usages(api, root)
+    original = consumer_allocations(api, consumers)
+    # A provider already holds the name planned for cell 1's small pages: the apply fails after
+    # cell 0's providers were created inside the transaction, and leaves nothing behind.
+    squatter = create_provider(api)
+    assert api.put(f"/resource_providers/{squatter}", json={"name": f"{name}_NUMA1_PAGE_4KB"}).status_code == 200
+    before = snapshot(api)
+    response = api.post("/reshaper/apply", json={"host": name, "topology": topology(4)})
+    assert response.status_code == 409, response.text
+    assert response.json()["errors"][0]["code"] == "placement.duplicate_name"
+    assert snapshot(api) == before
+    assert api.delete(f"/resource_providers/{squatter}").status_code == 204
+
+    applied = api.post("/reshaper/apply", json={"host": name, "topology": topology(4), "policy": "pack"})
+    assert applied.status_code == 200, applied.text
+    providers = api.get(f"/resource_providers?in_tree={root}").json()["resource_providers"]
+    assert len(providers) == 9
+    assert tree_usages(api, root) == usages
+    assert len(api.get(f"/resource_providers/{root}/numa_distances").json()["distances"]) == 4
+    back = api.post("/reshaper/apply", json={"host": name, "direction": "to_flat"})
+    assert back.status_code == 200, back.text
+    assert [p["uuid"] for p in api.get(f"/resource_providers?in_tree={root}").json()["resource_providers"]] == [root]
+    assert consumer_allocations(api, consumers) == original
+    assert api.get(f"/resource_providers/{root}/numa_distances").status_code == 404

@@ -31,6 +31,8 @@ from placement_numa.db.database import Database
 from placement_numa.db.repositories import allocations as allocation_repo
 from placement_numa.db.repositories import consumers as consumer_repo
 from placement_numa.db.repositories import host_trees, names, providers
+from placement_numa.db.repositories import numa_distances as distance_repo
+from placement_numa.db.repositories import traits as trait_repo
 from placement_numa.db.repositories import inventories as inventory_repo
 from placement_numa.db.repositories.providers import ProviderRow
 from placement_numa.domain.allocation import ConsumerAllocation
@@ -39,9 +41,11 @@ from placement_numa.errors import (
     BadRequest,
     ConcurrentUpdate,
     Conflict,
+    DuplicateName,
     InventoryInUse,
     NotFound,
 )
+from placement_numa.numa.distances import cell_id_from_name, validate_matrix
 from placement_numa.reshape import (
     ConsumerState,
     ConsumerUnplaceable,
@@ -55,7 +59,7 @@ from placement_numa.reshape import (
     plan_to_numa,
 )
 
-__all__ = ["ProviderInventories", "reshape", "apply_reshape", "plan", "load_host"]
+__all__ = ["ProviderInventories", "reshape", "apply_reshape", "plan", "apply_plan", "load_host"]
 
 
 @dataclass(frozen=True)
@@ -228,6 +232,10 @@ def plan(
         raise BadRequest("Give the compute node as host (its name) or root_provider_uuid.")
     with database.read() as conn:
         state = load_host(conn, host=host, root_uuid=root_uuid)
+    return _plan(state, direction, topology, policy)
+
+
+def _plan(state: HostState, direction: str, topology: Mapping[str, Any] | None, policy: str) -> Plan:
     try:
         if direction == "to_flat":
             return plan_to_flat(state)
@@ -242,3 +250,77 @@ def plan(
         ) from None
     except PlanError as exc:
         raise BadRequest(str(exc)) from None
+
+
+def apply_plan(
+    *,
+    database: Database,
+    host: str | None,
+    root_uuid: str | None,
+    direction: str,
+    topology: Mapping[str, Any] | None,
+    policy: str = "pack",
+) -> Plan:
+    """Plan and apply a NUMA reshape of one compute node in ONE transaction: create the cell and
+    page-size providers with their traits, reshape (``apply_reshape``), store the distance matrix
+    (to_numa) or remove it and delete the emptied children (to_flat). Returns the applied plan.
+
+    Raises what ``plan`` and ``apply_reshape`` raise, and ``DuplicateName`` (409) when a planned
+    provider's name or uuid is taken; nothing is written then.
+    """
+    if host is None and root_uuid is None:
+        raise BadRequest("Give the compute node as host (its name) or root_provider_uuid.")
+    with database.write() as conn:
+        state = load_host(conn, host=host, root_uuid=root_uuid)
+        planned = _plan(state, direction, topology, policy)
+        root = providers.get_by_uuid(conn, planned.root_provider_uuid)
+        assert root is not None
+        for new in planned.create_providers:
+            taken = providers.uuid_or_name_taken(conn, uuid=new.uuid, name=new.name)
+            if taken:
+                raise DuplicateName(f"Conflicting resource provider {', '.join(taken)} already exists.")
+            parent = providers.get_by_uuid(conn, new.parent_provider_uuid)
+            row = providers.insert_provider(conn, uuid=new.uuid, name=new.name, parent=parent)
+            trait_repo.set_provider_traits(conn, row.id, [trait_repo.ensure(conn, t)[0].id for t in new.traits])
+            providers.increment_generation(conn, row)
+        body = planned.body
+        apply_reshape(
+            conn,
+            inventories={
+                uuid: ProviderInventories(
+                    generation=entry["resource_provider_generation"],
+                    inventories={rc: InventoryFields(**inv) for rc, inv in entry["inventories"].items()},
+                )
+                for uuid, entry in body["inventories"].items()
+            },
+            allocations=[
+                ConsumerAllocation(
+                    consumer_uuid=consumer,
+                    project_id=entry["project_id"],
+                    user_id=entry["user_id"],
+                    resources={rp: dict(a["resources"]) for rp, a in entry["allocations"].items()},
+                    consumer_type=entry.get("consumer_type"),
+                    consumer_generation=entry["consumer_generation"],
+                    check_generation=True,
+                )
+                for consumer, entry in body["allocations"].items()
+            ],
+        )
+        current = distance_repo.get(conn, root.id)
+        if planned.direction == "to_flat":
+            if current is not None:
+                distance_repo.delete_row(conn, root.id, current.generation)
+            for uuid in planned.delete_providers:
+                child = providers.get_by_uuid(conn, uuid)
+                assert child is not None
+                providers.delete_provider(conn, child.id)
+        elif planned.distances is not None:
+            ids = list(planned.distances["cells"])
+            raw = {a: dict(zip(ids, row)) for a, row in zip(ids, planned.distances["distances"])}
+            cells = [cell_id_from_name(c.name) for c in distance_repo.numa_cells(conn, [root.id])]
+            matrix = validate_matrix(raw, [c for c in cells if c is not None])
+            if current is None:
+                distance_repo.insert_row(conn, root.id, matrix)
+            else:
+                distance_repo.update_row(conn, root.id, current.generation, matrix)
+    return planned

@@ -8,6 +8,8 @@
   allocations do not fit. Nothing is written on any error.
 * ``POST /reshaper/plan`` (extension, 1.30+): plan moving a flat compute node onto its NUMA tree
   (or back) and return the plan with the ``POST /reshaper`` body, without applying anything.
+* ``POST /reshaper/apply`` (extension, 1.30+): the same plan, applied in ONE transaction (child
+  providers and traits created, reshape, distance matrix stored; or, to flat, children deleted).
 """
 
 from __future__ import annotations
@@ -96,3 +98,32 @@ def post_reshaper_plan(version: VersionDep, database: DatabaseDep, body: JsonBod
         policy=request.policy,
     )
     return json_response(planned.as_dict(), version, cache=False)
+
+
+@router.post(
+    "/reshaper/apply",
+    summary="Plan and apply a NUMA reshape of a compute node atomically (extension)",
+    dependencies=[Depends(require_version(mv.RESHAPER))],
+    openapi_extra={
+        **body_doc(schemas.ReshapePlanRequest, "The compute node, the direction and the target topology."),
+        "x-placement-numa-extension": True,
+    },
+    responses={
+        200: {"description": "The plan that was applied"},
+        404: {"description": "No such compute node"},
+        409: {"description": "Unplaceable consumer, generation conflict, or a planned provider exists"},
+    },
+)
+def post_reshaper_apply(version: VersionDep, database: DatabaseDep, body: JsonBody) -> Response:
+    """Plan and apply in one transaction: the providers of ``create_providers`` with their
+    traits, the ``reshaper`` body, the distance matrix; to flat, the emptied children deleted."""
+    request = validate(schemas.ReshapePlanRequest, body)
+    applied = service.apply_plan(
+        database=database,
+        host=request.host,
+        root_uuid=request.root_provider_uuid,
+        direction=request.direction,
+        topology=request.topology,
+        policy=request.policy,
+    )
+    return json_response(applied.as_dict(), version, cache=False)
