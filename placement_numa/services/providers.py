@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid as uuidlib
 from dataclasses import dataclass
 
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from placement_numa.db.database import Database
@@ -46,7 +47,7 @@ class _Unset:
 UNSET = _Unset()
 
 
-def require_provider(conn, uuid: str, suffix: str = "") -> ProviderRow:  # type: ignore[no-untyped-def]
+def require_provider(conn: Connection, uuid: str, suffix: str = "") -> ProviderRow:
     """The provider ``uuid`` or ``NotFound`` (404, ``placement.undefined_code``, Placement's
     "No resource provider with uuid ... found")."""
     provider = repo.get_by_uuid(conn, uuid)
