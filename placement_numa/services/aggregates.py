@@ -34,6 +34,9 @@ def set_aggregates(
     """
     canonical = [str(uuidlib.UUID(value)) for value in aggregates]
     with database.write() as conn:
+        # Lock the provider row first: writers of one provider queue here (and MariaDB does not
+        # deadlock upgrading the shared locks its foreign-key checks take), then re-read it.
+        providers.lock_providers(conn, [require_provider(conn, uuid).id])
         provider = require_provider(conn, uuid)
         if generation is not None and generation != provider.generation:
             raise ConcurrentUpdate(
