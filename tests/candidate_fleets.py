@@ -19,7 +19,7 @@ from placement_numa.engine.fleet import SHARING_TRAIT, FleetSnapshot
 
 RCS = ("VCPU", "MEMORY_MB", "DISK_GB")
 TRAITS = ("CUSTOM_A", "CUSTOM_B", "HW_NUMA_ROOT")
-AGGS = ("agg-1", "agg-2")
+AGGS = ("a0000000-0000-4000-8000-000000000001", "a0000000-0000-4000-8000-000000000002")
 
 
 def uuid_of(pid: int) -> str:
@@ -35,6 +35,7 @@ def inventories(draw: Any) -> tuple[int, int, int, int, int, float, int]:
     step = draw(st.sampled_from((1, 1, 1, 2)))
     ratio = draw(st.sampled_from((1.0, 1.0, 1.5)))
     used = draw(st.sampled_from((0, 0, 1, total - 1, total)))
+    used = min(used, int((total - reserved) * ratio))  # writable through the API
     return total, reserved, min_unit, max_unit, step, ratio, used
 
 
@@ -109,6 +110,9 @@ def groups(draw: Any, suffix: str | None, resourceless: bool, fleet_size: int) -
         forbidden_aggs = {draw(st.sampled_from(AGGS))}
     if 5 in kinds:
         in_tree = uuid_of(draw(st.integers(1, fleet_size + 1)))
+    if resourceless and not (required or forbidden or any_traits or member_of or forbidden_aggs
+                             or in_tree):
+        required = {draw(st.sampled_from(TRAITS))}  # a group needs one parameter to exist
     return RequestGroup(
         suffix=suffix,
         resources=resources,
