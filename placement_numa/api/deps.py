@@ -17,6 +17,7 @@ from fastapi import Depends, Request
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from placement_numa.api import microversion as mv
+from placement_numa.api.schema_errors import describe
 from placement_numa.db.database import Database
 from placement_numa.errors import BadRequest, NotFound, UnsupportedMediaType
 
@@ -82,17 +83,15 @@ def require_version(minimum: mv.Microversion) -> Callable[[Request], None]:
 def validate(schema: type[T] | TypeAdapter[T], data: Any) -> T:
     """Validate ``data`` against a pydantic model or ``TypeAdapter``.
 
-    Raises ``BadRequest`` ("JSON does not validate: ...") naming the offending fields.
+    Raises ``BadRequest`` ("JSON does not validate: ...") worded as Placement's jsonschema
+    errors (``api/schema_errors.py``).
     """
     adapter = schema if isinstance(schema, TypeAdapter) else TypeAdapter(schema)
     try:
         return adapter.validate_python(data)
     except ValidationError as exc:
-        problems = []
-        for item in exc.errors():
-            where = ".".join(str(p) for p in item["loc"])
-            problems.append(f"{where}: {item['msg']}" if where else item["msg"])
-        raise BadRequest("JSON does not validate: " + "; ".join(problems)) from None
+        # Worded as Placement's jsonschema errors, which clients and conformance suites match.
+        raise BadRequest("JSON does not validate: " + describe(exc.errors())) from None
 
 
 def body_doc(model: type[BaseModel], description: str = "") -> dict[str, Any]:

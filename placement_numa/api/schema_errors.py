@@ -1,0 +1,89 @@
+"""Pydantic validation errors worded as Placement's JSON-schema errors.
+
+Placement validates bodies with ``jsonschema`` and puts its message in the 400 detail, e.g.
+``JSON does not validate: 'project_id' is a required property  Failed validating 'required' in
+schema``. Clients and conformance suites match on those phrases, so ``describe`` words the first
+pydantic error the same way (the message of jsonschema's validator, then its name).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["describe"]
+
+_TYPE_NAMES = {
+    "int": "integer",
+    "string": "string",
+    "str": "string",
+    "dict": "object",
+    "model": "object",
+    "list": "array",
+    "bool": "boolean",
+    "float": "number",
+}
+
+
+def _type_name(error_type: str) -> str | None:
+    if error_type in ("model_type", "model_attributes_type", "dict_type"):
+        return "object"
+    if error_type.endswith("_type") or error_type.startswith(("int_", "string_", "bool_")):
+        return _TYPE_NAMES.get(error_type.split("_")[0])
+    return None
+
+
+def _message(item: Any) -> tuple[str, str]:
+    """``(message, validator)`` for one pydantic error item."""
+    kind: str = item["type"]
+    loc = tuple(item.get("loc", ()))
+    value = item.get("input")
+    ctx = item.get("ctx") or {}
+    if kind == "missing":
+        return f"'{loc[-1]}' is a required property", "required"
+    if kind == "extra_forbidden":
+        return f"Additional properties are not allowed ('{loc[-1]}' was unexpected)", "additionalProperties"
+    if loc and loc[-1] == "[key]" and kind == "string_pattern_mismatch":
+        return (
+            f"{value!r} does not match any of the regexes: '{ctx.get('pattern', '')}'",
+            "additionalProperties",
+        )
+    if kind == "string_pattern_mismatch":
+        return f"{value!r} does not match '{ctx.get('pattern', '')}'", "pattern"
+    if kind == "string_too_short":
+        if ctx.get("min_length") == 1:
+            return f"{value!r} should be non-empty", "minLength"
+        return f"{value!r} is too short", "minLength"
+    if kind == "string_too_long":
+        return f"{value!r} is too long", "maxLength"
+    if kind == "too_short":
+        validator = "minProperties" if isinstance(value, dict) else "minItems"
+        if ctx.get("min_length") == 1:
+            return f"{value!r} should be non-empty", validator
+        return f"{value!r} is too short", validator
+    if kind == "too_long":
+        validator = "maxProperties" if isinstance(value, dict) else "maxItems"
+        return f"{value!r} is too long", validator
+    if kind in ("greater_than_equal", "greater_than"):
+        bound = ctx.get("ge", ctx.get("gt"))
+        return f"{value!r} is less than the minimum of {bound}", "minimum"
+    if kind in ("less_than_equal", "less_than"):
+        bound = ctx.get("le", ctx.get("lt"))
+        return f"{value!r} is greater than the maximum of {bound}", "maximum"
+    if kind in ("literal_error", "enum"):
+        return f"{value!r} is not one of {ctx.get('expected', '')}", "enum"
+    type_name = _type_name(kind)
+    if type_name is not None:
+        return f"{value!r} is not of type '{type_name}'", "type"
+    where = ".".join(str(p) for p in loc)
+    return (f"{where}: {item['msg']}" if where else str(item["msg"])), kind
+
+
+def describe(errors: list[Any]) -> str:
+    """Placement's wording of the first error of a pydantic ``ValidationError.errors()`` list.
+
+    Example: ``"'project_id' is a required property  Failed validating 'required' in schema"``.
+    """
+    if not errors:
+        return "Invalid input."
+    message, validator = _message(errors[0])
+    return f"{message}  Failed validating '{validator}' in schema"
