@@ -15,7 +15,7 @@ own fresh snapshot). Raises ``InvalidFlavor`` (400) from the translation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from placement_numa.db.database import Database
 from placement_numa.db.repositories import numa_distances as repo
@@ -26,7 +26,7 @@ from placement_numa.numa.distribute import widths_to_try
 from placement_numa.numa.engine_rank import CellIndex, NumaRanker
 from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.numa.query_string import to_query_string
-from placement_numa.numa.ranking import NumaScore
+from placement_numa.numa.ranking import NumaScore, rank_key
 from placement_numa.numa.translate import NumaQuery, translate
 
 __all__ = ["NumaOptions", "RankedCandidate", "flavor_candidates", "query_candidates", "MAX_DISTRIBUTE_CELLS"]
@@ -87,6 +87,54 @@ def _search(
     return found
 
 
+def _in_tree(query: CandidateQuery, root_uuid: str) -> CandidateQuery:
+    """``query`` restricted to one tree (``in_tree`` on every group)."""
+    return replace(query, groups=tuple(replace(g, in_tree=root_uuid) for g in query.groups))
+
+
+def _distributed(
+    engine: CandidateEngine,
+    flavor: Flavor,
+    image: ImageProperties | None,
+    index: CellIndex,
+    options: NumaOptions,
+) -> list[RankedCandidate]:
+    """KEP-2902 over the fleet: width 1 over every host; then, for each wider width, only the
+    hosts not placed yet that have that many NUMA cells and enough free CPUs in total (each
+    searched with ``in_tree``), so a host is reported at its narrowest even split only and the
+    search never enumerates wide splits of hosts that already fit narrower. Stops at ``limit``."""
+    limit = options.limit
+    found: list[RankedCandidate] = []
+    placed: set[str] = set()
+    fleet: FleetSnapshot | None = None
+    for width in widths_to_try(flavor.vcpus, MAX_DISTRIBUTE_CELLS):
+        attempt = translate(flavor, image, cell_count=width)
+        ranker = NumaRanker(index, attempt.cpu_classes, prefer_closest=options.prefer_closest)
+        if fleet is None:
+            batch = _search(engine, attempt, ranker, None)
+            fleet = batch[0].fleet if batch else engine.search(attempt.search_query, limit=0).fleet
+        else:
+            needed = sum(c.cpu_count for c in attempt.topology.cells) if attempt.topology else 0
+            batch = []
+            for root in fleet.roots:
+                info = fleet.providers[root]
+                cells = [i for i in fleet.tree[root] if "HW_NUMA_ROOT" in fleet.providers[i].traits]
+                if info.uuid in placed or len(cells) < width:
+                    continue
+                free = sum(fleet.providers[i].free(rc) for i in cells for rc in attempt.cpu_classes)
+                if free < needed:
+                    continue
+                restricted = replace(attempt, search=_in_tree(attempt.search_query, info.uuid))
+                batch.extend(_search(engine, restricted, ranker, None))
+            batch.sort(key=lambda r: rank_key(r.score, prefer_closest=options.prefer_closest) if r.score else ())
+        for ranked in batch:
+            placed.add(ranked.fleet.providers[ranked.candidate.anchor].uuid)
+        found.extend(batch)
+        if limit is not None and len(found) >= limit:
+            return found[:limit]
+    return found
+
+
 def flavor_candidates(
     *,
     database: Database,
@@ -104,23 +152,11 @@ def flavor_candidates(
         return [RankedCandidate(c, result.fleet, None, explain) for c in result.candidates]
 
     index = _cell_index(database)
-    attempts = [numa]
     if options.distribute and not numa.topology.fixed_cell_count:
-        attempts = [
-            translate(flavor, image, cell_count=width)
-            for width in widths_to_try(flavor.vcpus, MAX_DISTRIBUTE_CELLS)
-        ]
-    found: list[RankedCandidate] = []
-    placed_roots: set[int] = set()
-    for attempt in attempts:
-        remaining = None if limit is None else limit - len(found)
-        if remaining is not None and remaining <= 0:
-            break
-        ranker = NumaRanker(index, attempt.cpu_classes, prefer_closest=options.prefer_closest)
-        batch = _search(engine, attempt, ranker, None if len(attempts) > 1 else remaining)
-        narrowest = [r for r in batch if r.candidate.anchor not in placed_roots]
-        placed_roots.update(r.candidate.anchor for r in narrowest)
-        found.extend(narrowest[:remaining] if remaining is not None else narrowest)
+        found = _distributed(engine, flavor, image, index, options)
+    else:
+        ranker = NumaRanker(index, numa.cpu_classes, prefer_closest=options.prefer_closest)
+        found = _search(engine, numa, ranker, limit)
 
     if numa.fallback is not None and (limit is None or len(found) < limit):
         remaining = None if limit is None else limit - len(found)
@@ -143,3 +179,12 @@ def query_candidates(
     result = engine.search(query, limit=options.limit, rank=ranker.rank)
     explain = to_query_string(query)
     return [RankedCandidate(c, result.fleet, ranker.score(c, result.fleet), explain) for c in result.candidates]
+
+
+def default_engine(database: Database) -> CandidateEngine:
+    """The candidate engine over the SQL fleet source (fresh by ``placement_revision``); the
+    router keeps one per application when ``create_app`` did not provide one."""
+    from placement_numa.db.repositories.fleet import SqlFleetSource
+    from placement_numa.engine import SnapshotEngine
+
+    return SnapshotEngine(SqlFleetSource(database))

@@ -1,7 +1,115 @@
-"""Routes: numa_candidates (to be implemented)."""
+"""Route (extension): ``POST /allocation_candidates`` — NUMA-aware candidates for a Nova flavor
+or for the JSON form of the GET query, ranked best first (microversion 1.36+, the first with
+``same_subtree`` and resourceless groups).
+
+Response: the 1.39 ``GET /allocation_candidates`` shape (``allocation_requests`` with
+``allocations`` and ``mappings``, ``provider_summaries`` with ``resources``, ``traits``,
+``parent_provider_uuid``, ``root_provider_uuid``), in rank order, each allocation request with a
+``numa`` block::
+
+    "numa": {"cells": [0, 1], "width": 2, "average_distance": 10.5, "spread": 1.5,
+             "fallback": false, "explain": "resources_MEM1=MEMORY_MB:4096&..."}
+
+``fallback`` candidates (hosts not reshaped to NUMA, flavor form only) come after every NUMA fit
+and have ``cells`` empty and null scores. Errors: 400 ``placement_numa.flavor.invalid`` naming
+the offending extra specs, 400 for a malformed body or query.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Any
 
-router = APIRouter()
+from fastapi import APIRouter, Depends, Request
+
+from placement_numa.api import microversion as mv
+from placement_numa.api.deps import DatabaseDep, JsonBody, VersionDep, body_doc, require_version, validate
+from placement_numa.api.responses import PlacementJSONResponse, json_response
+from placement_numa.api.schemas.numa_candidates import NumaCandidatesBody, query_from_json
+from placement_numa.engine import CandidateEngine
+from placement_numa.numa.flavor import Flavor, ImageProperties
+from placement_numa.services import numa_candidates as service
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["allocation candidates"])
+
+
+def _engine(request: Request, database: DatabaseDep) -> CandidateEngine:
+    """The application's candidate engine (``app.state.candidate_engine``, created on first use)."""
+    engine: CandidateEngine | None = getattr(request.app.state, "candidate_engine", None)
+    if engine is None:
+        engine = service.default_engine(database)
+        request.app.state.candidate_engine = engine
+    return engine
+
+
+def _numa_block(ranked: service.RankedCandidate) -> dict[str, Any]:
+    score = ranked.score
+    return {
+        "cells": list(score.cells.ids) if score else [],
+        "width": score.width if score else None,
+        "average_distance": round(score.average_distance, 4) if score else None,
+        "spread": round(score.spread, 4) if score else None,
+        "fallback": ranked.fallback,
+        "explain": ranked.explain,
+    }
+
+
+def _render(found: list[service.RankedCandidate]) -> dict[str, Any]:
+    requests: list[dict[str, Any]] = []
+    summaries: dict[str, Any] = {}
+    for ranked in found:
+        fleet, candidate = ranked.fleet, ranked.candidate
+        providers = fleet.providers
+        allocations: dict[str, dict[str, dict[str, int]]] = {}
+        for index, rc, amount in candidate.allocations:
+            allocations.setdefault(providers[index].uuid, {"resources": {}})["resources"][rc] = amount
+        mappings = {g.suffix or "": [providers[p].uuid for p in g.providers] for g in candidate.groups}
+        requests.append({"allocations": allocations, "mappings": mappings, "numa": _numa_block(ranked)})
+        for root in {providers[p].root for p, _, _ in candidate.allocations}:
+            for index in fleet.tree[root]:
+                info = providers[index]
+                if info.uuid in summaries:
+                    continue
+                summaries[info.uuid] = {
+                    "resources": {
+                        rc: {"capacity": inv.capacity, "used": inv.used}
+                        for rc, inv in sorted(info.inventories.items())
+                    },
+                    "traits": sorted(info.traits),
+                    "parent_provider_uuid": providers[info.parent].uuid if info.parent >= 0 else None,
+                    "root_provider_uuid": providers[info.root].uuid,
+                }
+    return {"allocation_requests": requests, "provider_summaries": summaries}
+
+
+@router.post(
+    "/allocation_candidates",
+    summary="NUMA-aware allocation candidates for a flavor or a JSON query (extension)",
+    dependencies=[Depends(require_version(mv.SAME_SUBTREE))],
+    openapi_extra=body_doc(NumaCandidatesBody, "a Nova flavor (+ image) or the GET query as JSON"),
+)
+def post_allocation_candidates(
+    version: VersionDep,
+    database: DatabaseDep,
+    body: JsonBody,
+    engine: CandidateEngine = Depends(_engine),
+) -> PlacementJSONResponse:
+    """Translate the flavor (Nova spec), search with NUMA ranking (width, KEP-3545 distance,
+    KEP-2902 spread), answer in the 1.39 shape with a ``numa`` block per candidate."""
+    data = validate(NumaCandidatesBody, body)
+    options = service.NumaOptions(
+        limit=data.limit,
+        prefer_closest=data.prefer_closest_numa_nodes,
+        distribute=data.distribute_cpus_across_numa,
+    )
+    if data.flavor is not None:
+        flavor = Flavor(**data.flavor.model_dump())
+        image = ImageProperties(data.image_properties()) if data.image else None
+        found = service.flavor_candidates(
+            database=database, engine=engine, flavor=flavor, image=image, options=options
+        )
+    else:
+        query = query_from_json(data.query or {})
+        found = service.query_candidates(database=database, engine=engine, query=query, options=options)
+    return json_response(_render(found), version, cache=False)

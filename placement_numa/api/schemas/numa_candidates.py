@@ -1,0 +1,142 @@
+"""Request body of ``POST /allocation_candidates`` (extension) and the JSON form of the GET query.
+
+Either a Nova flavor (and image properties)::
+
+    {"flavor": {"vcpus": 8, "memory_mb": 8192, "root_gb": 20, "ephemeral_gb": 0, "swap": 0,
+                "extra_specs": {"hw:numa_nodes": "2"}},
+     "image": {"hw_mem_page_size": "2MB"},
+     "limit": 10, "prefer_closest_numa_nodes": true, "distribute_cpus_across_numa": false}
+
+or the GET query's parameters as JSON (a list where the parameter may repeat)::
+
+    {"query": {"resources_MEM1": "MEMORY_MB:4096", "required_NUMA1": "HW_NUMA_ROOT",
+               "resources_PROC1": "VCPU:4", "same_subtree": ["_MEM1,_PROC1,_NUMA1"],
+               "group_policy": "none"},
+     "limit": 10}
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, model_validator
+
+from placement_numa.api import microversion as mv
+from placement_numa.api.query import parse_in_tree, parse_member_of, parse_required, parse_resources
+from placement_numa.domain.request_groups import CandidateQuery, RequestGroup
+from placement_numa.errors import BadRequest
+
+__all__ = ["FlavorBody", "NumaCandidatesBody", "query_from_json"]
+
+SpecValue = str | StrictInt | float | StrictBool
+
+
+class FlavorBody(BaseModel):
+    """A Nova flavor: sizes (MiB, GiB, CPUs) and extra specs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = None
+    vcpus: StrictInt = Field(ge=1, description="guest CPUs")
+    memory_mb: StrictInt = Field(ge=1, description="RAM in MiB")
+    root_gb: StrictInt = Field(0, ge=0, description="root disk in GiB")
+    ephemeral_gb: StrictInt = Field(0, ge=0, description="ephemeral disk in GiB")
+    swap: StrictInt = Field(0, ge=0, description="swap in MiB")
+    extra_specs: dict[str, SpecValue] = Field(default_factory=dict)
+
+
+class NumaCandidatesBody(BaseModel):
+    """``flavor`` (+ ``image`` properties) or ``query`` (the GET parameters), plus options."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    flavor: FlavorBody | None = None
+    image: dict[str, Any] | None = Field(
+        None, description="image properties (hw_numa_nodes, hw_mem_page_size, ...), flat or under 'properties'"
+    )
+    query: dict[str, str | list[str]] | None = Field(
+        None, description="GET /allocation_candidates parameters as JSON (lists for repeated ones)"
+    )
+    limit: StrictInt | None = Field(None, ge=1)
+    prefer_closest_numa_nodes: StrictBool = Field(True, description="KEP-3545 distance ranking")
+    distribute_cpus_across_numa: StrictBool = Field(
+        False, description="KEP-2902: widen a flavor without hw:numa_nodes over 1, 2, ... cells"
+    )
+
+    @model_validator(mode="after")
+    def _one_form(self) -> NumaCandidatesBody:
+        if (self.flavor is None) == (self.query is None):
+            raise ValueError("give exactly one of 'flavor' or 'query'")
+        if self.image is not None and self.flavor is None:
+            raise ValueError("'image' goes with 'flavor'")
+        return self
+
+    def image_properties(self) -> dict[str, Any]:
+        if not self.image:
+            return {}
+        props = self.image.get("properties")
+        return dict(props) if isinstance(props, dict) else dict(self.image)
+
+
+_PARAM_RE = re.compile(r"^(resources|required|member_of|in_tree)([a-zA-Z0-9_-]{0,64})$")
+_GLOBAL = {"same_subtree", "group_policy", "root_required"}
+
+
+def _values(value: str | list[str]) -> list[str]:
+    return value if isinstance(value, list) else [value]
+
+
+def query_from_json(params: dict[str, str | list[str]]) -> CandidateQuery:
+    """Build a ``CandidateQuery`` from GET parameters given as JSON (newest microversion rules).
+
+    Raises ``BadRequest`` (400) for unknown parameters, a suffix in ``same_subtree`` that names no
+    group, a bad ``group_policy``, or any value the GET parser refuses.
+    """
+    version = mv.MAX_VERSION
+    groups: dict[str, dict[str, list[str]]] = {}
+    for name, value in params.items():
+        match = _PARAM_RE.match(name)
+        if match is None:
+            if name not in _GLOBAL:
+                raise BadRequest(f"Invalid query string parameters: '{name}' is not allowed")
+            continue
+        groups.setdefault(match.group(2), {}).setdefault(match.group(1), []).extend(_values(value))
+    built: list[RequestGroup] = []
+    for suffix in sorted(groups, key=lambda s: (s != "", s)):
+        spec = groups[suffix]
+        resources = parse_resources(spec["resources"][-1]) if "resources" in spec else {}
+        required = parse_required(spec.get("required", []), version)
+        member_of = parse_member_of(spec.get("member_of", []), version) if "member_of" in spec else None
+        built.append(RequestGroup(
+            suffix=suffix or None,
+            resources=resources,
+            required_traits=required.all_of,
+            any_traits=required.any_of,
+            forbidden_traits=required.forbidden,
+            member_of=member_of.any_of if member_of else (),
+            forbidden_aggregates=member_of.forbidden if member_of else frozenset(),
+            in_tree=parse_in_tree(spec["in_tree"][-1]) if "in_tree" in spec else None,
+        ))
+    suffixes = {g.suffix for g in built if g.suffix}
+    subtrees = []
+    for value in _values(params.get("same_subtree", [])):
+        members = frozenset(s for s in value.split(",") if s)
+        unknown = sorted(members - suffixes)
+        if unknown:
+            raise BadRequest(f"Real suffixes should be specified in same_subtree: {unknown} not found")
+        subtrees.append(members)
+    policy = params.get("group_policy")
+    if isinstance(policy, list):
+        policy = policy[-1]
+    if policy not in (None, "none", "isolate"):
+        raise BadRequest(f"Invalid group_policy '{policy}': use none or isolate")
+    root = parse_required(_values(params.get("root_required", [])), version)
+    return CandidateQuery(
+        groups=tuple(built),
+        group_policy=policy,  # type: ignore[arg-type]
+        same_subtree=tuple(subtrees),
+        root_required=root.all_of,
+        root_forbidden=root.forbidden,
+        root_any=root.any_of,
+    )

@@ -1,0 +1,260 @@
+"""``placement-numa demo``: load a fleet of real machine shapes into a running service through
+the HTTP API (httpx), so the NUMA candidate ranking can be tried on something real.
+
+The fleet (``DEMO_FLEET``)::
+
+    intel-2s-{1,2}     two-socket Intel, 2 cells, SLIT 10/21; 12 PCPU + 4 VCPU per cell,
+                       small pages + 16 GiB of 2 MiB pages per cell; intel-2s-2 partly used
+    amd-nps4-{1,2}     AMD EPYC one socket, 4 cells (NPS4), KEP-3545's 4-cell table; 8 PCPU +
+                       8 VCPU per cell, small + 2 MiB pages; amd-nps4-2 partly used
+    amd-2s-nps4        AMD EPYC two sockets, 8 cells, KEP-3545's 8-cell table; 8 PCPU + 4 VCPU
+                       per cell, small + 1 GiB pages
+    legacy-1           not reshaped (flat VCPU/MEMORY_MB/DISK_GB): NUMA flavors fall back here
+    legacy-non-numa    not reshaped and HW_NON_NUMA: never gets NUMA flavors
+
+Each NUMA cell is a child ``<host>_NUMA<id>`` with ``HW_NUMA_ROOT`` and ``VCPU``/``PCPU``; each
+page size a grandchild ``<host>_NUMA<id>_<size>`` with ``MEMORY_MB`` (``step_size`` = page size
+in MiB), ``MEMORY_PAGE_SIZE_SMALL|LARGE`` and ``CUSTOM_MEMORY_PAGE_SIZE_<KiB>`` (Nova spec).
+Hosts carry ``HW_CPU_HYPERTHREADING`` on the compute node except ``amd-2s-nps4``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import uuid as uuidlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from placement_numa.numa.page_sizes import provider_traits, step_size_mb
+
+__all__ = ["register", "CellShape", "HostShape", "DEMO_FLEET", "load_fleet", "Send", "kep_four_cells", "kep_eight_cells"]
+
+# send(method, path, json body or None) -> (status, parsed JSON or None)
+Send = Callable[[str, str, Any], tuple[int, Any]]
+GiB = 1024
+PAGE_LABEL = {4: "4K", 2048: "2M", 1048576: "1G"}
+
+
+@dataclass(frozen=True)
+class CellShape:
+    """One host NUMA cell: CPUs and MiB of memory per page size (KiB)."""
+
+    id: int
+    pcpu: int
+    vcpu: int
+    memory_mb: Mapping[int, int]
+
+
+@dataclass(frozen=True)
+class HostShape:
+    """A compute node. ``cells`` empty: a host not reshaped (flat inventory on the root)."""
+
+    name: str
+    cells: tuple[CellShape, ...] = ()
+    distances: Mapping[int, Mapping[int, int]] | None = None
+    disk_gb: int = 1000
+    traits: tuple[str, ...] = ()
+    flat_vcpu: int = 0
+    flat_memory_mb: int = 0
+    # (cell id, PCPU, VCPU, MiB of small pages) already allocated to some instance
+    used: tuple[tuple[int, int, int, int], ...] = ()
+    uuid: str = field(default_factory=lambda: str(uuidlib.uuid4()))
+
+
+def kep_four_cells() -> dict[int, dict[int, int]]:
+    """KEP-3545's 4-cell distance table (pairs 0-1 and 2-3 at 11, the rest 12)."""
+    near = {(0, 1), (2, 3)}
+    return {a: {b: 10 if a == b else 11 if (min(a, b), max(a, b)) in near else 12 for b in range(4)}
+            for a in range(4)}
+
+
+def kep_eight_cells() -> dict[int, dict[int, int]]:
+    """KEP-3545's 8-cell distance table (two 4-cell sockets, 30 across)."""
+    four = kep_four_cells()
+    return {a: {b: four[a % 4][b % 4] if a // 4 == b // 4 else 30 for b in range(8)} for a in range(8)}
+
+
+def _dual_socket() -> dict[int, dict[int, int]]:
+    return {0: {0: 10, 1: 21}, 1: {0: 21, 1: 10}}
+
+
+def _cells(count: int, pcpu: int, vcpu: int, pages: Mapping[int, int]) -> tuple[CellShape, ...]:
+    return tuple(CellShape(i, pcpu, vcpu, dict(pages)) for i in range(count))
+
+
+def demo_fleet() -> list[HostShape]:
+    """Fresh shapes (new uuids) of the demo fleet described in the module docstring."""
+    intel = {4: 96 * GiB, 2048: 16 * GiB}
+    amd4 = {4: 56 * GiB, 2048: 8 * GiB}
+    amd8 = {4: 48 * GiB, 1048576: 16 * GiB}
+    ht = ("HW_CPU_HYPERTHREADING",)
+    return [
+        HostShape("intel-2s-1", _cells(2, 12, 4, intel), _dual_socket(), traits=ht),
+        HostShape("intel-2s-2", _cells(2, 12, 4, intel), _dual_socket(), traits=ht,
+                  used=((0, 8, 0, 32 * GiB),)),
+        HostShape("amd-nps4-1", _cells(4, 8, 8, amd4), kep_four_cells(), traits=ht),
+        HostShape("amd-nps4-2", _cells(4, 8, 8, amd4), kep_four_cells(), traits=ht,
+                  used=((0, 6, 0, 16 * GiB), (1, 2, 0, 8 * GiB))),
+        HostShape("amd-2s-nps4", _cells(8, 8, 4, amd8), kep_eight_cells()),
+        HostShape("legacy-1", flat_vcpu=32, flat_memory_mb=128 * GiB, traits=ht),
+        HostShape("legacy-non-numa", flat_vcpu=32, flat_memory_mb=128 * GiB, traits=("HW_NON_NUMA",)),
+    ]
+
+
+DEMO_FLEET = demo_fleet
+
+
+class DemoError(RuntimeError):
+    """An API call of the loader failed (status and body in the message)."""
+
+
+def _call(send: Send, method: str, path: str, body: Any = None, ok: tuple[int, ...] = (200, 201, 204)) -> Any:
+    status, data = send(method, path, body)
+    if status not in ok:
+        raise DemoError(f"{method} {path} -> {status}: {data}")
+    return data
+
+
+def _provider(send: Send, name: str, parent: str | None = None, uuid: str | None = None) -> tuple[str, int]:
+    body: dict[str, Any] = {"name": name, "uuid": uuid or str(uuidlib.uuid4())}
+    if parent:
+        body["parent_provider_uuid"] = parent
+    data = _call(send, "POST", "/resource_providers", body)
+    return data["uuid"], data["generation"]
+
+
+def _inventories(send: Send, rp: str, generation: int, inventories: dict[str, dict[str, Any]]) -> int:
+    data = _call(send, "PUT", f"/resource_providers/{rp}/inventories",
+                 {"resource_provider_generation": generation, "inventories": inventories})
+    return int(data["resource_provider_generation"])
+
+
+def _traits(send: Send, rp: str, generation: int, traits: list[str]) -> int:
+    for trait in traits:
+        if trait.startswith("CUSTOM_"):
+            _call(send, "PUT", f"/traits/{trait}", None, ok=(201, 204))
+    data = _call(send, "PUT", f"/resource_providers/{rp}/traits",
+                 {"resource_provider_generation": generation, "traits": sorted(traits)})
+    return int(data["resource_provider_generation"])
+
+
+def load_host(send: Send, host: HostShape) -> dict[str, Any]:
+    """Create one host's provider tree, distances and existing usage through the API.
+    Returns ``{"root": uuid, "cells": {id: uuid}, "pages": {(id, KiB): uuid}}``."""
+    root, gen = _provider(send, host.name, uuid=host.uuid)
+    inventory: dict[str, dict[str, Any]] = {"DISK_GB": {"total": host.disk_gb}}
+    if not host.cells:
+        inventory["VCPU"] = {"total": host.flat_vcpu, "allocation_ratio": 4.0}
+        inventory["MEMORY_MB"] = {"total": host.flat_memory_mb}
+    gen = _inventories(send, root, gen, inventory)
+    if host.traits:
+        _traits(send, root, gen, list(host.traits))
+    cells: dict[int, str] = {}
+    pages: dict[tuple[int, int], str] = {}
+    for cell in host.cells:
+        cell_uuid, cgen = _provider(send, f"{host.name}_NUMA{cell.id}", root)
+        cpu: dict[str, dict[str, Any]] = {}
+        if cell.pcpu:
+            cpu["PCPU"] = {"total": cell.pcpu}
+        if cell.vcpu:
+            cpu["VCPU"] = {"total": cell.vcpu, "allocation_ratio": 4.0}
+        cgen = _inventories(send, cell_uuid, cgen, cpu)
+        _traits(send, cell_uuid, cgen, ["HW_NUMA_ROOT"])
+        cells[cell.id] = cell_uuid
+        for size_kb, memory_mb in sorted(cell.memory_mb.items()):
+            label = PAGE_LABEL.get(size_kb, f"{size_kb}K")
+            page_uuid, pgen = _provider(send, f"{host.name}_NUMA{cell.id}_{label}", cell_uuid)
+            step = step_size_mb(size_kb)
+            pgen = _inventories(send, page_uuid, pgen, {"MEMORY_MB": {
+                "total": memory_mb, "step_size": step, "min_unit": step, "max_unit": memory_mb}})
+            _traits(send, page_uuid, pgen, provider_traits(size_kb))
+            pages[(cell.id, size_kb)] = page_uuid
+    if host.distances and host.cells:
+        matrix = {str(a): {str(b): d for b, d in row.items()} for a, row in host.distances.items()}
+        _call(send, "PUT", f"/resource_providers/{root}/numa_distances",
+              {"generation": None, "distances": matrix})
+    for n, (cell_id, pcpu, vcpu, memory_mb) in enumerate(host.used):
+        resources: dict[str, dict[str, dict[str, int]]] = {}
+        cpu_used = {rc: v for rc, v in (("PCPU", pcpu), ("VCPU", vcpu)) if v}
+        if cpu_used:
+            resources[cells[cell_id]] = {"resources": cpu_used}
+        if memory_mb:
+            resources[pages[(cell_id, 4)]] = {"resources": {"MEMORY_MB": memory_mb}}
+        _call(send, "PUT", f"/allocations/{uuidlib.uuid4()}", {
+            "allocations": resources, "consumer_generation": None,
+            "project_id": "demo-project", "user_id": "demo-user", "consumer_type": "INSTANCE",
+        })
+    return {"root": root, "cells": cells, "pages": pages}
+
+
+def load_fleet(send: Send, hosts: list[HostShape] | None = None) -> dict[str, dict[str, Any]]:
+    """Load every host of ``hosts`` (default: a fresh demo fleet); returns per host name what
+    ``load_host`` returns. Raises ``DemoError`` on the first failing call."""
+    return {host.name: load_host(send, host) for host in (hosts or demo_fleet())}
+
+
+def httpx_sender(base_url: str, token: str = "admin", timeout: float = 30.0) -> Send:
+    """A ``Send`` over httpx at microversion 1.39 with the noauth2 token."""
+    import httpx
+
+    client = httpx.Client(base_url=base_url, timeout=timeout, headers={
+        "x-auth-token": token, "openstack-api-version": "placement 1.39"})
+
+    def send(method: str, path: str, body: Any) -> tuple[int, Any]:
+        response = client.request(method, path, json=body)
+        try:
+            data = response.json() if response.content else None
+        except ValueError:
+            data = response.text
+        return response.status_code, data
+
+    return send
+
+
+def fleet_is_empty(send: Send) -> bool:
+    """True when the service has no resource provider yet."""
+    _, data = send("GET", "/resource_providers", None)
+    return not (data or {}).get("resource_providers")
+
+
+def wait_until_up(send: Send, seconds: float = 30.0) -> None:
+    """Poll ``/`` until the service answers (raises ``DemoError`` after ``seconds``)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            status, _ = send("GET", "/", None)
+            if status == 200:
+                return
+        except Exception:  # noqa: BLE001 - connection refused while starting
+            pass
+        if time.monotonic() > deadline:
+            raise DemoError("the service did not come up")
+        time.sleep(0.2)
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("demo", help="load a demo fleet of real NUMA machine shapes")
+    parser.add_argument("--url", default="http://127.0.0.1:8778", help="service URL")
+    parser.add_argument("--token", default="admin", help="x-auth-token (noauth2)")
+    parser.add_argument("--if-empty", action="store_true", help="only load into an empty service")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load the demo fleet into the service at ``--url``; prints one line per host."""
+    send = httpx_sender(args.url, args.token)
+    wait_until_up(send)
+    if args.if_empty and not fleet_is_empty(send):
+        print("demo: the service already has resource providers; nothing loaded")
+        return 0
+    try:
+        loaded = load_fleet(send)
+    except DemoError as exc:
+        print(f"demo: {exc}", file=sys.stderr)
+        return 1
+    for name, host in loaded.items():
+        print(f"{name:18} {host['root']}  cells={len(host['cells'])}")
+    return 0
