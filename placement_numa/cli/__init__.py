@@ -16,6 +16,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "placement_numa.cli.openapi",
     "placement_numa.cli.reshape",
     "placement_numa.cli.agent",
+    "placement_numa.cli.demo",
 )
 
 

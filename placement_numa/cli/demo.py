@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 import time
 import uuid as uuidlib
 from collections.abc import Callable, Mapping
@@ -30,7 +31,8 @@ from typing import Any
 
 from placement_numa.numa.page_sizes import provider_traits, step_size_mb
 
-__all__ = ["register", "CellShape", "HostShape", "DEMO_FLEET", "load_fleet", "Send", "kep_four_cells", "kep_eight_cells"]
+__all__ = ["register", "CellShape", "HostShape", "DEMO_FLEET", "load_fleet", "Send", "kep_four_cells", "kep_eight_cells",
+           "load_when_up"]
 
 # send(method, path, json body or None) -> (status, parsed JSON or None)
 Send = Callable[[str, str, Any], tuple[int, Any]]
@@ -258,3 +260,24 @@ def run(args: argparse.Namespace) -> int:
     for name, host in loaded.items():
         print(f"{name:18} {host['root']}  cells={len(host['cells'])}")
     return 0
+
+
+def load_when_up(base_url: str, token: str = "admin") -> threading.Thread:
+    """``serve --demo``: in a daemon thread, wait for the server at ``base_url`` and load the
+    demo fleet if it has no resource provider yet. Returns the started thread."""
+
+    def _load() -> None:
+        send = httpx_sender(base_url, token)
+        try:
+            wait_until_up(send, seconds=60)
+            if fleet_is_empty(send):
+                loaded = load_fleet(send)
+                print(f"demo: loaded {len(loaded)} hosts ({', '.join(loaded)})", flush=True)
+            else:
+                print("demo: database not empty; demo fleet not loaded", flush=True)
+        except Exception as exc:  # noqa: BLE001 - report and let the server run
+            print(f"demo: not loaded: {exc}", file=sys.stderr, flush=True)
+
+    thread = threading.Thread(target=_load, name="demo-loader", daemon=True)
+    thread.start()
+    return thread

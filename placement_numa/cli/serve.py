@@ -23,6 +23,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--no-migrate", action="store_true", help="do not apply migrations on start"
     )
+    parser.add_argument(
+        "--demo",
+        action="store_true",
+        help="once the server is up, load the demo NUMA fleet if the database is empty",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -46,6 +51,10 @@ def run(args: argparse.Namespace) -> int:
     # Workers read their settings from the environment; they must not migrate concurrently.
     os.environ["PLACEMENT_NUMA_DATABASE_URL"] = settings.database_url
     os.environ["PLACEMENT_NUMA_AUTO_MIGRATE"] = "false"
+    if getattr(args, "demo", False):
+        from placement_numa.cli.demo import load_when_up
+
+        load_when_up(f"http://{settings.host}:{settings.port}")
     uvicorn.run(
         "placement_numa.app:app_from_env",
         factory=True,
