@@ -9,11 +9,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from placement_numa import __version__
 from placement_numa.api import microversion as mv
+from placement_numa.api.deps import check_accept
 from placement_numa.api.errors import install_error_handlers
 from placement_numa.api.middleware import PlacementMiddleware
 from placement_numa.api.routers import ROUTERS
@@ -82,6 +83,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         openapi_url="/openapi.json",
         docs_url="/docs",
         redoc_url=None,
+        dependencies=[Depends(check_accept)],
     )
     app.state.settings = settings
     app.state.database = Database(settings.database_url)

@@ -54,8 +54,43 @@ def test_token_required(api: PlacementAPI) -> None:
     assert response.json()["errors"][0]["title"] == "Unauthorized"
 
 
-def test_non_admin_token_forbidden(api: PlacementAPI) -> None:
-    assert api.get("/resource_providers", token="demo").status_code == 403
+@pytest.mark.parametrize(
+    ("token", "roles", "status"),
+    [("demo", None, 403), ("admin:admin", None, 200), ("demo:proj", "admin,member", 200),
+     ("admin", "reader", 403)],
+    ids=["user", "admin-user-with-project", "x-roles-admin", "x-roles-replace"],
+)
+def test_noauth2_roles(api: PlacementAPI, token: str, roles: str | None, status: int) -> None:
+    headers = {"x-roles": roles} if roles else {}
+    assert api.get("/resource_providers", token=token, headers=headers).status_code == status
+
+
+def test_bad_version_reported_before_policy(api: PlacementAPI) -> None:
+    assert api.get("/resource_providers", token="demo", version="0.9").status_code == 406
+
+
+def test_405_lists_every_method_of_the_path(api: PlacementAPI) -> None:
+    response = api.delete("/resource_providers")
+    assert response.status_code == 405
+    assert set(response.headers["allow"].split(", ")) == {"GET", "POST"}
+    assert "The method DELETE is not allowed" in response.json()["errors"][0]["detail"]
+
+
+def test_body_without_content_type_is_400(api: PlacementAPI) -> None:
+    response = api.post("/resource_providers", content=b"a provider please")
+    assert response.status_code == 400
+    assert "content-type header required" in response.json()["errors"][0]["detail"]
+
+
+def test_unknown_route_with_other_accept_is_404(api: PlacementAPI) -> None:
+    assert api.get("/no_such_thing", headers={"accept": "text/plain"}).status_code == 404
+
+
+def test_root_cache_headers_from_1_15(api: PlacementAPI) -> None:
+    assert "cache-control" not in api.get("/", version="1.14").headers
+    response = api.get("/", version="1.15")
+    assert response.headers["cache-control"] == "no-cache"
+    assert response.headers["last-modified"].endswith(" GMT")
 
 
 def test_unknown_route_is_placement_404(api: PlacementAPI) -> None:

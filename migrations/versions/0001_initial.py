@@ -64,7 +64,7 @@ def upgrade() -> None:
         sa.Column("min_unit", sa.BigInteger, nullable=False),
         sa.Column("max_unit", sa.BigInteger, nullable=False),
         sa.Column("step_size", sa.BigInteger, nullable=False),
-        sa.Column("allocation_ratio", sa.Float, nullable=False),
+        sa.Column("allocation_ratio", sa.Double, nullable=False),
         *_ts(),
         sa.PrimaryKeyConstraint("id", name="pk_inventories"),
         sa.UniqueConstraint("resource_provider_id", "resource_class_id",

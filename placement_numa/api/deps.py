@@ -19,7 +19,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from placement_numa.api import microversion as mv
 from placement_numa.api.schema_errors import describe
 from placement_numa.db.database import Database
-from placement_numa.errors import BadRequest, NotFound, UnsupportedMediaType
+from placement_numa.errors import BadRequest, NotAcceptable, NotFound, UnsupportedMediaType
 
 __all__ = [
     "VersionDep",
@@ -30,7 +30,31 @@ __all__ = [
     "require_version",
     "validate",
     "body_doc",
+    "check_accept",
 ]
+
+_JSON_MEDIA = ("application/json", "application/*", "*/*")
+
+
+def check_accept(request: Request) -> None:
+    """406 when a GET's ``Accept`` header names media types but none that gives JSON
+    (Placement's ``check_accept``); an absent header is fine. Installed app-wide by
+    ``create_app``; it only looks at GET and HEAD requests."""
+    if request.method not in ("GET", "HEAD"):
+        return
+    accept = request.headers.get("accept")
+    if not accept:
+        return
+    for part in accept.split(","):
+        media, *params = (piece.strip() for piece in part.split(";"))
+        quality = next((p[2:] for p in params if p.startswith("q=")), "1")
+        try:
+            acceptable = float(quality) > 0
+        except ValueError:
+            acceptable = False
+        if acceptable and media.lower() in _JSON_MEDIA:
+            return
+    raise NotAcceptable("Only application/json is provided")
 
 T = TypeVar("T")
 

@@ -9,10 +9,13 @@ translated here.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from placement_numa.api import microversion as mv
 from placement_numa.api.responses import PlacementJSONResponse, error_body
@@ -27,6 +30,29 @@ from placement_numa.errors import (
 __all__ = ["install_error_handlers", "render_error"]
 
 LOG = logging.getLogger(__name__)
+
+
+def _leaf_routes(routes: Iterable[Any]) -> Iterator[Any]:
+    """Routes with a path, looking inside included routers (none of ours has a prefix)."""
+    for route in routes:
+        inner = getattr(route, "original_router", None)
+        if inner is not None:
+            yield from _leaf_routes(inner.routes)
+        elif hasattr(route, "path"):
+            yield route
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method some route of the app serves at the request's path (for ``allow``)."""
+    methods: list[str] = []
+    scope = {"type": "http", "path": request.url.path, "method": "", "root_path": ""}
+    for route in _leaf_routes(request.app.router.routes):
+        match, _child = route.matches(scope)
+        if match != Match.NONE:
+            for method in sorted(getattr(route, "methods", None) or ()):
+                if method not in methods and method != "HEAD":
+                    methods.append(method)
+    return methods
 
 
 def render_error(request: Request, error: PlacementError) -> PlacementJSONResponse:
@@ -50,7 +76,7 @@ def install_error_handlers(app: FastAPI) -> None:
         if exc.status_code == 404:
             error = NotFound(str(exc.detail) if exc.detail != "Not Found" else "Not found.")
         elif exc.status_code == 405:
-            allow = (exc.headers or {}).get("Allow") or (exc.headers or {}).get("allow", "")
+            allow = ", ".join(_allowed_methods(request)) or (exc.headers or {}).get("Allow", "")
             error = MethodNotAllowed(
                 "The method specified is not allowed for this resource.",
                 headers={"allow": allow} if allow else None,

@@ -3,10 +3,13 @@
 For every HTTP request it
 
 1. assigns ``req-<uuid4>`` (``scope["state"]["request_id"]``, header ``x-openstack-request-id``);
-2. authenticates (``placement_numa.api.auth``): 401/403 in Placement's error format;
+2. authenticates (``placement_numa.api.auth``): 401 without a token;
 3. negotiates the microversion (``scope["state"]["microversion"]``): 400/406 on a bad header;
-4. refuses an ``Accept`` header that excludes JSON with 406;
+4. applies the default policy (403), and refuses a body without a content type (400);
 5. adds ``openstack-api-version: placement X.Y`` and ``vary: openstack-api-version`` to responses.
+
+The ``Accept`` check (406 when JSON is excluded) is a dependency of GET routes
+(``api.deps.check_accept``), so unknown routes still answer 404 as in Placement.
 """
 
 from __future__ import annotations
@@ -18,23 +21,24 @@ import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from placement_numa.api import microversion as mv
-from placement_numa.api.auth import authenticate
+from placement_numa.api.auth import authenticate, authorize
 from placement_numa.api.responses import error_body
-from placement_numa.errors import NotAcceptable, PlacementError
+from placement_numa.errors import BadRequest, PlacementError
 
 __all__ = ["PlacementMiddleware"]
 
-_JSON_ACCEPT = ("application/json", "application/*", "*/*")
 
-
-def _accepts_json(accept: str | None) -> bool:
-    if not accept:
-        return True
-    for part in accept.split(","):
-        media = part.split(";")[0].strip().lower()
-        if media in _JSON_ACCEPT:
-            return True
-    return False
+def _check_content_headers(headers: dict[str, str]) -> None:
+    """A body needs a content type (Placement: 400 when content-length > 0 without one)."""
+    length = headers.get("content-length")
+    if not length:
+        return
+    try:
+        size = int(length)
+    except ValueError:
+        raise BadRequest("content-length header must be an integer") from None
+    if size > 0 and not headers.get("content-type"):
+        raise BadRequest("content-type header required when content-length > 0")
 
 
 class PlacementMiddleware:
@@ -57,13 +61,14 @@ class PlacementMiddleware:
         extra: list[tuple[bytes, bytes]] = [(b"x-openstack-request-id", request_id.encode())]
         version: mv.Microversion | None = None
         try:
-            state["role"] = authenticate(scope["path"], headers)
+            credentials = authenticate(scope["path"], headers)
+            state["credentials"] = credentials
             version = mv.parse_header(headers)
             state["microversion"] = version
             extra.append((b"openstack-api-version", f"{mv.SERVICE_TYPE} {version}".encode()))
             extra.append((b"vary", b"openstack-api-version"))
-            if not _accepts_json(headers.get("accept")):
-                raise NotAcceptable("Only application/json is provided")
+            authorize(credentials)
+            _check_content_headers(headers)
         except PlacementError as error:
             await _send_error(send, error, request_id, version, extra)
             return

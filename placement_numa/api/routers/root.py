@@ -7,7 +7,8 @@ from typing import Any
 from fastapi import APIRouter
 
 from placement_numa.api import microversion as mv
-from placement_numa.api.responses import PlacementJSONResponse
+from placement_numa.api.deps import VersionDep
+from placement_numa.api.responses import PlacementJSONResponse, json_response
 
 __all__ = ["router", "version_document"]
 
@@ -30,9 +31,10 @@ def version_document() -> dict[str, Any]:
 
 
 @router.get("/", summary="List API versions", response_class=PlacementJSONResponse)
-def get_root() -> PlacementJSONResponse:
+def get_root(version: VersionDep) -> PlacementJSONResponse:
     """The version document: the one API version ``v1.0`` with min and max microversions.
 
     Needs no ``x-auth-token``. Clients use ``max_version`` to pick the microversion they speak.
+    From 1.15 the response carries ``last-modified`` (now) and ``cache-control: no-cache``.
     """
-    return PlacementJSONResponse(version_document())
+    return json_response(version_document(), version)
