@@ -331,8 +331,8 @@ def list_providers(
         )
     for class_id, amount in resources:
         query = query.where(rp.c.id.in_(_providers_with_capacity(class_id, amount)))
-    rows = conn.execute(query.order_by(rp.c.id)).mappings().all()
-    return [ProviderRow(**row) for row in rows]
+    # Columns come in ProviderRow's field order: build positionally (cheaper per row).
+    return [ProviderRow(*row) for row in conn.execute(query.order_by(rp.c.id))]
 
 
 def _providers_with_capacity(class_id: int, amount: int):  # type: ignore[no-untyped-def]
