@@ -25,11 +25,12 @@ HW_NUMA_ROOT = "HW_NUMA_ROOT"
 
 @dataclass(frozen=True)
 class CellIndex:
-    """What SQL knows and the snapshot does not: cell ids by cell provider uuid, and SLIT
-    matrices by root provider uuid."""
+    """What SQL knows and the snapshot does not: cell ids by cell provider uuid, SLIT
+    matrices by root provider uuid, and compute node names by root provider uuid."""
 
     cell_ids: Mapping[str, int] = field(default_factory=dict)
     distances: Mapping[str, Distances] = field(default_factory=dict)
+    host_names: Mapping[str, str] = field(default_factory=dict)
 
 
 class NumaRanker:

@@ -56,14 +56,16 @@ class RankedCandidate:
     score: NumaScore | None
     explain: str
     fallback: bool = False
+    host: str | None = None
 
 
 def _cell_index(database: Database) -> CellIndex:
     with database.read() as conn:
         names = repo.all_cell_names(conn)
         matrices = repo.all_matrices(conn)
+        hosts = repo.root_names(conn)
     ids = {uuid: cid for uuid, name in names if (cid := cell_id_from_name(name)) is not None}
-    return CellIndex(ids, matrices)
+    return CellIndex(ids, matrices, hosts)
 
 
 def _anchors_distinct(candidate: Candidate, anchors: tuple[str, ...]) -> bool:
@@ -85,6 +87,14 @@ def _search(
         if limit is not None and len(found) >= limit:
             break
     return found
+
+
+def _named(found: list[RankedCandidate], index: CellIndex) -> list[RankedCandidate]:
+    """Attach the compute node name (root provider name) to each candidate."""
+    return [
+        replace(r, host=index.host_names.get(r.fleet.providers[r.candidate.anchor].uuid))
+        for r in found
+    ]
 
 
 def _in_tree(query: CandidateQuery, root_uuid: str) -> CandidateQuery:
@@ -146,12 +156,12 @@ def flavor_candidates(
     """Ranked candidates for a Nova flavor (see the module docstring). Raises ``InvalidFlavor``."""
     numa = translate(flavor, image)
     limit = options.limit
+    index = _cell_index(database)
     if numa.topology is None:  # no NUMA request: non-NUMA hosts only, engine order
         result = engine.search(numa.search_query, limit=limit)
         explain = to_query_string(numa.search_query)
-        return [RankedCandidate(c, result.fleet, None, explain) for c in result.candidates]
+        return _named([RankedCandidate(c, result.fleet, None, explain) for c in result.candidates], index)
 
-    index = _cell_index(database)
     if options.distribute and not numa.topology.fixed_cell_count:
         found = _distributed(engine, flavor, image, index, options)
     else:
@@ -163,7 +173,7 @@ def flavor_candidates(
         result = engine.search(numa.fallback, limit=remaining)
         explain = to_query_string(numa.fallback)
         found.extend(RankedCandidate(c, result.fleet, None, explain, True) for c in result.candidates)
-    return found
+    return _named(found, index)
 
 
 def query_candidates(
@@ -178,7 +188,10 @@ def query_candidates(
     ranker = NumaRanker(index, classes, prefer_closest=options.prefer_closest)
     result = engine.search(query, limit=options.limit, rank=ranker.rank)
     explain = to_query_string(query)
-    return [RankedCandidate(c, result.fleet, ranker.score(c, result.fleet), explain) for c in result.candidates]
+    return _named(
+        [RankedCandidate(c, result.fleet, ranker.score(c, result.fleet), explain) for c in result.candidates],
+        index,
+    )
 
 
 def default_engine(database: Database) -> CandidateEngine:

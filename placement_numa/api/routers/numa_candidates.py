@@ -7,10 +7,10 @@ Response: the 1.39 ``GET /allocation_candidates`` shape (``allocation_requests``
 ``parent_provider_uuid``, ``root_provider_uuid``), in rank order, each allocation request with a
 ``numa`` block::
 
-    "numa": {"cells": [0, 1], "width": 2, "average_distance": 10.5, "spread": 1.5,
+    "numa": {"host": "amd-nps4-1", "cells": [0, 1], "width": 2, "average_distance": 10.5, "spread": 1.5,
              "fallback": false, "explain": "resources_MEM1=MEMORY_MB:4096&..."}
 
-``fallback`` candidates (hosts not reshaped to NUMA, flavor form only) come after every NUMA fit
+``host`` is the compute node's (root provider's) name. ``fallback`` candidates (hosts not reshaped to NUMA, flavor form only) come after every NUMA fit
 and have ``cells`` empty and null scores. Errors: 400 ``placement_numa.flavor.invalid`` naming
 the offending extra specs, 400 for a malformed body or query.
 """
@@ -46,6 +46,7 @@ def _engine(request: Request, database: DatabaseDep) -> CandidateEngine:
 def _numa_block(ranked: service.RankedCandidate) -> dict[str, Any]:
     score = ranked.score
     return {
+        "host": ranked.host,
         "cells": list(score.cells.ids) if score else [],
         "width": score.width if score else None,
         "average_distance": round(score.average_distance, 4) if score else None,

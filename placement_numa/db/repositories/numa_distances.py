@@ -24,7 +24,7 @@ from placement_numa.errors import ConcurrentUpdate
 
 __all__ = [
     "CellRow", "DistanceRow", "numa_cells", "get", "get_many", "insert_row", "update_row",
-    "delete_row", "all_cell_names", "all_matrices",
+    "delete_row", "all_cell_names", "all_matrices", "root_names",
 ]
 
 HW_NUMA_ROOT = "HW_NUMA_ROOT"
@@ -139,6 +139,12 @@ def all_cell_names(conn: Connection) -> list[tuple[str, str]]:
         .where(traits.c.name == HW_NUMA_ROOT)
     ).all()
     return [(row[0], row[1]) for row in rows]
+
+
+def root_names(conn: Connection) -> dict[str, str]:
+    """Names of every root provider (compute node), by uuid."""
+    rows = conn.execute(select(rp.c.uuid, rp.c.name).where(rp.c.parent_provider_id.is_(None))).all()
+    return {row[0]: row[1] for row in rows}
 
 
 def all_matrices(conn: Connection) -> dict[str, dict[int, dict[int, int]]]:
