@@ -198,9 +198,12 @@ def test_check_params() -> None:
         check_allowed_params(["name", "foo"], {"name"})
     assert info.value.detail == (
         "Invalid query string parameters: Additional properties are not allowed"
-        " ('foo' was unexpected)"
+        " ('foo' was unexpected)  Failed validating 'additionalProperties' in schema"
     )
     assert check_uuid_param("uuid", A1) == A1
     with pytest.raises(BadRequest) as info:
         check_uuid_param("uuid", "abc")
-    assert info.value.detail == "Invalid query string parameters: 'abc' is not a 'uuid'"
+    assert info.value.detail == (
+        "Invalid query string parameters: 'abc' is not a 'uuid'  Failed validating 'format' in"
+        " schema['properties']['uuid']"
+    )

@@ -62,17 +62,21 @@ def check_uuid_param(name: str, value: str) -> str:
     """Validate a query parameter declared as a uuid in Placement's query schema.
 
     Returns ``value`` unchanged; raises ``BadRequest`` ("Invalid query string parameters: 'x' is
-    not a 'uuid'") otherwise.
+    not a 'uuid'  Failed validating 'format' in schema['properties']['<name>']") otherwise.
     """
     if not is_uuid_like(value):
-        raise BadRequest(f"{_INVALID}: '{value}' is not a 'uuid'")
+        raise BadRequest(
+            f"{_INVALID}: '{value}' is not a 'uuid'  Failed validating 'format' in"
+            f" schema['properties']['{name}']"
+        )
     return value
 
 
 def check_allowed_params(names: Iterable[str], allowed: Iterable[str]) -> None:
     """Reject query parameters outside ``allowed`` (Placement's ``additionalProperties: false``).
 
-    Raises ``BadRequest`` naming the unexpected parameters.
+    Raises ``BadRequest`` naming the unexpected parameters (worded as Placement's jsonschema
+    error, which clients match on).
     """
     allowed_set = set(allowed)
     unexpected: list[str] = []
@@ -84,6 +88,7 @@ def check_allowed_params(names: Iterable[str], allowed: Iterable[str]) -> None:
         verb = "was" if len(unexpected) == 1 else "were"
         raise BadRequest(
             f"{_INVALID}: Additional properties are not allowed ({listed} {verb} unexpected)"
+            "  Failed validating 'additionalProperties' in schema"
         )
 
 
