@@ -193,11 +193,3 @@ def query_candidates(
         index,
     )
 
-
-def default_engine(database: Database) -> CandidateEngine:
-    """The candidate engine over the SQL fleet source (fresh by ``placement_revision``); the
-    router keeps one per application when ``create_app`` did not provide one."""
-    from placement_numa.db.repositories.fleet import SqlFleetSource
-    from placement_numa.engine import SnapshotEngine
-
-    return SnapshotEngine(SqlFleetSource(database))

@@ -19,28 +19,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends
 
 from placement_numa.api import microversion as mv
+from placement_numa.api.engine_dep import EngineDep
 from placement_numa.api.deps import DatabaseDep, JsonBody, VersionDep, body_doc, require_version, validate
 from placement_numa.api.responses import PlacementJSONResponse, json_response
 from placement_numa.api.schemas.numa_candidates import NumaCandidatesBody, query_from_json
-from placement_numa.engine import CandidateEngine
 from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.services import numa_candidates as service
 
 __all__ = ["router"]
 
 router = APIRouter(tags=["allocation candidates"])
-
-
-def _engine(request: Request, database: DatabaseDep) -> CandidateEngine:
-    """The application's candidate engine (``app.state.candidate_engine``, created on first use)."""
-    engine: CandidateEngine | None = getattr(request.app.state, "candidate_engine", None)
-    if engine is None:
-        engine = service.default_engine(database)
-        request.app.state.candidate_engine = engine
-    return engine
 
 
 def _numa_block(ranked: service.RankedCandidate) -> dict[str, Any]:
@@ -94,7 +85,7 @@ def post_allocation_candidates(
     version: VersionDep,
     database: DatabaseDep,
     body: JsonBody,
-    engine: CandidateEngine = Depends(_engine),
+    engine: EngineDep,
 ) -> PlacementJSONResponse:
     """Translate the flavor (Nova spec), search with NUMA ranking (width, KEP-3545 distance,
     KEP-2902 spread), answer in the 1.39 shape with a ``numa`` block per candidate."""
