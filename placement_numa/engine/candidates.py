@@ -1,5 +1,6 @@
 """What the candidate engine returns: candidates, per-group choices, the result object.
 
+Both are immutable named tuples (cheap to build: the search makes one per candidate).
 A ``Candidate`` is one allocation request: for each request group of the query, the providers that
 satisfy it and the amounts taken from each; plus the consolidated allocations (amounts of groups
 landing on the same provider and class summed, as Placement does with ``group_policy=none``).
@@ -9,6 +10,7 @@ Providers are snapshot indices (``FleetSnapshot.providers[i]``); the API turns t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from placement_numa.engine.fleet import FleetSnapshot
 
@@ -18,8 +20,7 @@ __all__ = ["GroupChoice", "Candidate", "CandidateResult"]
 Allocation = tuple[int, str, int]
 
 
-@dataclass(frozen=True, slots=True)
-class GroupChoice:
+class GroupChoice(NamedTuple):
     """How one request group is satisfied in a candidate.
 
     ``suffix``: the group's suffix (``None`` = unsuffixed); ``resources``: ``(provider index,
@@ -33,8 +34,7 @@ class GroupChoice:
     providers: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Candidate:
+class Candidate(NamedTuple):
     """One allocation request anchored at the tree whose root is ``anchor`` (a provider index).
 
     ``groups`` follows ``CandidateQuery.groups``; ``allocations`` is sorted by (provider, class)

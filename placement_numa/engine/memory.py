@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from placement_numa.domain.request_groups import CandidateQuery
 from placement_numa.engine.candidates import Candidate, CandidateResult
 from placement_numa.engine.fleet import FleetSnapshot
-from placement_numa.engine.search import candidate_roots, plan_query, search_root
+from placement_numa.engine.search import RootSearch, candidate_roots, plan_query
 from placement_numa.errors import BadRequest
 
 __all__ = ["CandidateEngine", "RankFn", "FleetSource", "StaticFleetSource", "SnapshotEngine"]
@@ -93,14 +93,20 @@ class SnapshotEngine:
             random.shuffle(roots)
         providers = fleet.providers
         seen: set[tuple[object, ...]] = set()
+        searcher = RootSearch(plan)
+        shared_into = fleet.shared_into
 
         def per_root(root: int) -> Iterator[Candidate]:
-            for candidate in search_root(plan, root):
+            # a candidate can be found from two anchors only through sharing providers
+            maybe_twice = root in shared_into or any(
+                providers[p].sharing for p in fleet.tree[root]
+            )
+            for candidate in searcher.candidates(root):
                 if exclude_nested:
                     owners = [providers[p].root for p, _, _ in candidate.allocations]
                     if len(set(owners)) != len({p for p, _, _ in candidate.allocations}):
                         continue
-                if any(
+                if maybe_twice and any(
                     providers[p].root != root or providers[p].sharing
                     for p in candidate.providers()
                 ):

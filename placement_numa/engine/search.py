@@ -38,7 +38,7 @@ from placement_numa.domain.request_groups import CandidateQuery, RequestGroup
 from placement_numa.engine.candidates import Candidate, GroupChoice
 from placement_numa.engine.fleet import FleetSnapshot, ProviderInfo
 
-__all__ = ["QueryPlan", "plan_query", "search_root", "candidate_roots"]
+__all__ = ["QueryPlan", "plan_query", "search_root", "candidate_roots", "RootSearch"]
 
 
 def _aggs_ok(aggregates: frozenset[str], member_of: tuple[frozenset[str], ...]) -> bool:
@@ -74,6 +74,7 @@ class QueryPlan:
     subtree_sets: list[frozenset[int]]  # group indices per same_subtree parameter
     sets_of_group: list[list[int]] = field(default_factory=list)
     isolate: bool = False
+    slots_of_group: list[list[int]] = field(default_factory=list)
 
 
 def plan_query(fleet: FleetSnapshot, query: CandidateQuery) -> QueryPlan:
@@ -129,7 +130,11 @@ def plan_query(fleet: FleetSnapshot, query: CandidateQuery) -> QueryPlan:
     for s, members in enumerate(subtree_sets):
         for i in members:
             sets_of_group[i].append(s)
+    slots_of_group: list[list[int]] = [[] for _ in groups]
+    for k, slot in enumerate(slots):
+        slots_of_group[slot.group].append(k)
     return QueryPlan(
+        slots_of_group=slots_of_group,
         fleet=fleet,
         query=query,
         groups=groups,
@@ -262,18 +267,15 @@ def _lca(fleet: FleetSnapshot, a: int, b: int) -> int:
     return a
 
 
-def search_root(plan: QueryPlan, root: int) -> Iterator[Candidate]:
-    """Every candidate anchored at ``root``, lazily, in a deterministic depth-first order."""
+def _search_raw(
+    plan: QueryPlan, options: list[list[int]]
+) -> Iterator[tuple[list[int], tuple[tuple[int, str, int], ...]]]:
+    """Depth-first search over slots given each slot's options: yields ``(provider per slot,
+    consolidated allocations)`` for every full assignment, identical groups expanded."""
     fleet = plan.fleet
     providers = fleet.providers
     slots = plan.slots
     groups = plan.groups
-    options: list[list[int]] = []
-    for slot in slots:
-        found = _slot_options(plan, slot, root)
-        if not found:
-            return
-        options.append(found)
     option_sets = [set(o) for o in options]
     slots_of_group: list[list[int]] = [[] for _ in groups]
     for k, slot in enumerate(slots):
@@ -404,7 +406,7 @@ def search_root(plan: QueryPlan, root: int) -> Iterator[Candidate]:
         allocations = tuple(sorted((p, rc, amount) for (p, rc), amount in consumption.items()))
         base = list(chosen)
         for assignment in _expand(base, symmetric_runs):
-            yield _candidate(plan, root, assignment, allocations)
+            yield assignment, allocations
 
 
 def _expand(base: list[int], runs: Sequence[tuple[int, int]]) -> Iterator[list[int]]:
@@ -442,14 +444,118 @@ def _distinct_permutations(values: list[int]) -> Iterator[list[int]]:
 def _candidate(
     plan: QueryPlan, root: int, chosen: list[int], allocations: tuple[tuple[int, str, int], ...]
 ) -> Candidate:
-    per_group: list[list[tuple[int, str, int]]] = [[] for _ in plan.groups]
-    group_providers: list[set[int]] = [set() for _ in plan.groups]
-    for slot, p in zip(plan.slots, chosen, strict=True):
-        group_providers[slot.group].add(p)
-        for rc, amount in slot.resources:
-            per_group[slot.group].append((p, rc, amount))
-    choices = tuple(
-        GroupChoice(group.suffix, tuple(sorted(per_group[i])), tuple(sorted(group_providers[i])))
-        for i, group in enumerate(plan.groups)
-    )
-    return Candidate(root, choices, allocations)
+    choices = []
+    slots = plan.slots
+    for i, group in enumerate(plan.groups):
+        ks = plan.slots_of_group[i]
+        if len(ks) == 1:
+            p = chosen[ks[0]]
+            choices.append(
+                GroupChoice(group.suffix, tuple((p, rc, a) for rc, a in slots[ks[0]].resources), (p,))
+            )
+        else:
+            resources = sorted((chosen[k], rc, a) for k in ks for rc, a in slots[k].resources)
+            choices.append(
+                GroupChoice(group.suffix, tuple(resources), tuple(sorted({chosen[k] for k in ks})))
+            )
+    return Candidate(root, tuple(choices), allocations)
+
+
+class RootSearch:
+    """Searches roots one at a time for one ``QueryPlan``, reusing work across look-alike roots.
+
+    Two roots whose slot options, ancestry among those options, room per requested class
+    (``min(max_unit, capacity - used)``) and relevant traits look the same (by position) have the
+    same candidates up to renaming providers; the first root's results are kept as a template
+    (positions) and replayed for the others. Results are identical to searching each root.
+    """
+
+    MAX_TEMPLATES = 4096
+
+    def __init__(self, plan: QueryPlan) -> None:
+        self.plan = plan
+        self.templates: dict[tuple[object, ...], list[tuple[tuple[int, ...], tuple[tuple[int, str, int], ...]]]] = {}
+        self.rcs = sorted({rc for g in plan.groups for rc in g.resources})
+        names: set[str] = set()
+        for g in plan.groups:
+            if g.suffix is None:
+                names |= g.required_traits
+                for any_of in g.any_traits:
+                    names |= any_of
+        self.trait_names = frozenset(names)
+        self.slot_keys = [
+            (slot.suffixed, slot.resources, _signature(plan.groups[slot.group]), plan.in_tree_root[slot.group])
+            for slot in plan.slots
+        ]
+
+    def options(self, root: int) -> list[list[int]] | None:
+        """Options per slot for ``root``, or ``None`` when a slot has none."""
+        found: dict[object, list[int]] = {}
+        options = []
+        for slot, key in zip(self.plan.slots, self.slot_keys, strict=True):
+            opts = found.get(key)
+            if opts is None:
+                opts = _slot_options(self.plan, slot, root)
+                if not opts:
+                    return None
+                found[key] = opts
+            options.append(opts)
+        return options
+
+    def candidates(self, root: int) -> Iterator[Candidate]:
+        """Every candidate anchored at ``root``, lazily, in a deterministic depth-first order."""
+        plan = self.plan
+        options = self.options(root)
+        if options is None:
+            return
+        relevant = sorted(set().union(*options))
+        pos = {p: k for k, p in enumerate(relevant)}
+        signature = self._signature(options, relevant, pos)
+        template = self.templates.get(signature)
+        if template is not None:
+            for chosen_pos, alloc_pos in template:
+                yield _candidate(
+                    plan, root, [relevant[k] for k in chosen_pos],
+                    tuple((relevant[k], rc, a) for k, rc, a in alloc_pos),
+                )
+            return
+        recorded = []
+        for chosen, allocations in _search_raw(plan, options):
+            recorded.append(
+                (tuple(pos[p] for p in chosen), tuple((pos[p], rc, a) for p, rc, a in allocations))
+            )
+            yield _candidate(plan, root, chosen, allocations)
+        if len(self.templates) < self.MAX_TEMPLATES:
+            self.templates[signature] = recorded
+
+    def _signature(
+        self, options: list[list[int]], relevant: list[int], pos: dict[int, int]
+    ) -> tuple[object, ...]:
+        providers = self.plan.fleet.providers
+        rooms = []
+        for p in relevant:
+            inventories = providers[p].inventories
+            for rc in self.rcs:
+                inv = inventories.get(rc)
+                rooms.append(-1 if inv is None else min(inv.max_unit, inv.capacity - inv.used))
+        ancestry: tuple[object, ...] = ()
+        if self.plan.subtree_sets:
+            fleet = self.plan.fleet
+            ancestry = tuple(
+                tuple(pos[a] for a in fleet.ancestors(p) if a in pos) for p in relevant
+            )
+        traits: tuple[object, ...] = ()
+        if self.trait_names:
+            traits = tuple(providers[p].traits & self.trait_names for p in relevant)
+        return (
+            tuple(tuple(pos[p] for p in opts) for opts in options),
+            tuple(rooms),
+            ancestry,
+            traits,
+        )
+
+
+def search_root(plan: QueryPlan, root: int) -> Iterator[Candidate]:
+    """Every candidate anchored at ``root`` (no template reuse; see ``RootSearch``)."""
+    searcher = RootSearch(plan)
+    return searcher.candidates(root)

@@ -1,0 +1,289 @@
+"""Benchmark GET /allocation_candidates end to end over HTTP on a NUMA fleet.
+
+Fleet (issue 3): ``--hosts`` compute nodes, each a root with ``DISK_GB``; ``--cells`` NUMA cells
+per host with ``HW_NUMA_ROOT``, ``VCPU`` and ``PCPU``; per cell a 4K page-size child
+(``MEMORY_MB``, ``MEMORY_PAGE_SIZE_SMALL``, ``CUSTOM_MEMORY_PAGE_SIZE_4``) and a 2M one
+(``MEMORY_PAGE_SIZE_LARGE``, ``CUSTOM_MEMORY_PAGE_SIZE_2048``); an instance allocated on every
+fourth host. Plus one host with 8 children of one ``SRIOV_NET_VF`` each (the wide-tree case).
+
+Seeding: ``--seed api`` writes every provider, inventory and trait through the HTTP API (16
+client threads); ``--seed sql`` bulk-inserts providers, inventories and traits straight into the
+SQLite file (for the 10,000-host fleet, where ~200,000 API writes take too long), then bumps the
+revision counter; allocations always go through the API.
+
+Then it times each query (flat, the Nova spec one-cell and two-cell ``same_subtree`` queries, a
+hugepage variant, the 8-groups ``isolate`` wide case), each with ``limit=1000`` and without,
+sequentially from one client, and prints p50/p95 in ms, the number of candidates, and the peak
+resident memory (VmHWM) of each service process.
+
+    /work/venv/bin/python benchmarks/candidates.py --hosts 1000 --cells 2
+    /work/venv/bin/python benchmarks/candidates.py --hosts 10000 --cells 2 --seed sql
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement 1.39"}
+PAGE_SIZES = (("4K", "MEMORY_PAGE_SIZE_SMALL", "CUSTOM_MEMORY_PAGE_SIZE_4", 65536, 1),
+              ("2M", "MEMORY_PAGE_SIZE_LARGE", "CUSTOM_MEMORY_PAGE_SIZE_2048", 16384, 2))
+CELL_INVENTORY = {"VCPU": {"total": 32, "allocation_ratio": 4.0}, "PCPU": {"total": 16}}
+
+
+def _cell_group(n: int, vcpu: int, mem: int, page_trait: str | None) -> str:
+    parts = [f"resources_PROC{n}=VCPU:{vcpu}", f"resources_MEM{n}=MEMORY_MB:{mem}",
+             f"required_NUMA{n}=HW_NUMA_ROOT", f"same_subtree=_PROC{n},_MEM{n},_NUMA{n}"]
+    if page_trait:
+        parts.insert(2, f"required_MEM{n}={page_trait}")
+    return "&".join(parts)
+
+
+QUERIES = {
+    "flat": "resources=VCPU:2,MEMORY_MB:2048,DISK_GB:20",
+    "one-cell": _cell_group(1, 8, 8192, "MEMORY_PAGE_SIZE_SMALL")
+    + "&resources=DISK_GB:20&group_policy=none",
+    "two-cell": _cell_group(1, 4, 4096, "MEMORY_PAGE_SIZE_SMALL") + "&"
+    + _cell_group(2, 4, 4096, "MEMORY_PAGE_SIZE_SMALL") + "&group_policy=none",
+    "hugepage": _cell_group(1, 1, 2048, "CUSTOM_MEMORY_PAGE_SIZE_2048") + "&"
+    + _cell_group(2, 1, 2048, "CUSTOM_MEMORY_PAGE_SIZE_2048") + "&group_policy=none",
+    "wide-isolate": "&".join(f"resources{i}=SRIOV_NET_VF:1" for i in range(1, 9))
+    + "&group_policy=isolate",
+}
+
+
+def peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def service_pids(root_pid: int) -> list[int]:
+    pids = [root_pid]
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) in pids:
+                pids.append(int(entry.name))
+    return pids
+
+
+def put(client: httpx.Client, path: str, body: Any, version: str = "1.39") -> httpx.Response:
+    headers = dict(HEADERS, **{"openstack-api-version": f"placement {version}"})
+    r = client.put(path, json=body, headers=headers)
+    if r.status_code >= 400:
+        raise RuntimeError(f"PUT {path}: {r.status_code} {r.text}")
+    return r
+
+
+def create(client: httpx.Client, name: str, parent: str | None, inventories: dict[str, Any],
+           traits: list[str]) -> str:
+    u = str(uuid.uuid4())
+    body: dict[str, Any] = {"name": name, "uuid": u}
+    if parent:
+        body["parent_provider_uuid"] = parent
+    r = client.post("/resource_providers", json=body, headers=HEADERS)
+    if r.status_code != 200:
+        raise RuntimeError(r.text)
+    gen = 0
+    if inventories:
+        gen = put(client, f"/resource_providers/{u}/inventories",
+                  {"resource_provider_generation": gen, "inventories": inventories}
+                  ).json()["resource_provider_generation"]
+    if traits:
+        put(client, f"/resource_providers/{u}/traits",
+            {"resource_provider_generation": gen, "traits": traits})
+    return u
+
+
+def seed_host_api(client: httpx.Client, h: int, cells: int) -> dict[str, str]:
+    root = create(client, f"cn{h}", None, {"DISK_GB": {"total": 1000}}, [])
+    found = {"root": root}
+    for c in range(cells):
+        cell = create(client, f"cn{h}_NUMA{c}", root, CELL_INVENTORY, ["HW_NUMA_ROOT"])
+        found[f"cell{c}"] = cell
+        for size, trait, custom, mem, step in PAGE_SIZES:
+            found[f"cell{c}_{size}"] = create(
+                client, f"cn{h}_NUMA{c}_{size}", cell,
+                {"MEMORY_MB": {"total": mem, "step_size": step}}, [trait, custom])
+    return found
+
+
+def seed_sql(db_path: str, hosts: int, cells: int) -> list[dict[str, str]]:
+    """Bulk insert the fleet into SQLite (same rows the API would write)."""
+    import sqlite3
+
+    conn = sqlite3.connect(db_path)
+    cur = conn.cursor()
+    rc = dict(cur.execute("SELECT name, id FROM resource_classes"))
+    for name in ("CUSTOM_MEMORY_PAGE_SIZE_4", "CUSTOM_MEMORY_PAGE_SIZE_2048"):
+        cur.execute("INSERT OR IGNORE INTO traits (name) VALUES (?)", (name,))
+    trait = dict(cur.execute("SELECT name, id FROM traits"))
+    next_id = (cur.execute("SELECT COALESCE(MAX(id), 0) FROM resource_providers").fetchone()[0]) + 1
+    providers, inventories, traits = [], [], []
+    found: list[dict[str, str]] = []
+
+    def add(name: str, parent: int | None, root: int | None) -> tuple[int, str]:
+        nonlocal next_id
+        pid, u = next_id, str(uuid.uuid4())
+        next_id += 1
+        providers.append((pid, u, name, 0, root or pid, parent))
+        return pid, u
+
+    def inv(pid: int, name: str, total: int, step: int = 1, ratio: float = 1.0) -> None:
+        inventories.append((pid, rc[name], total, 0, 1, total, step, ratio))
+
+    for h in range(hosts):
+        root, root_uuid = add(f"cn{h}", None, None)
+        inv(root, "DISK_GB", 1000)
+        host = {"root": root_uuid}
+        for c in range(cells):
+            cell, cell_uuid = add(f"cn{h}_NUMA{c}", root, root)
+            host[f"cell{c}"] = cell_uuid
+            inv(cell, "VCPU", 32, ratio=4.0)
+            inv(cell, "PCPU", 16)
+            traits.append((trait["HW_NUMA_ROOT"], cell))
+            for size, page_trait, custom, mem, step in PAGE_SIZES:
+                page, page_uuid = add(f"cn{h}_NUMA{c}_{size}", cell, root)
+                host[f"cell{c}_{size}"] = page_uuid
+                inv(page, "MEMORY_MB", mem, step)
+                traits.append((trait[page_trait], page))
+                traits.append((trait[custom], page))
+        found.append(host)
+    cur.executemany(
+        "INSERT INTO resource_providers (id, uuid, name, generation, root_provider_id,"
+        " parent_provider_id) VALUES (?, ?, ?, ?, ?, ?)", providers)
+    cur.executemany(
+        "INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved,"
+        " min_unit, max_unit, step_size, allocation_ratio) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        inventories)
+    cur.executemany(
+        "INSERT INTO resource_provider_traits (trait_id, resource_provider_id) VALUES (?, ?)",
+        traits)
+    cur.execute("UPDATE placement_revision SET revision = revision + 1 WHERE id = 1")
+    conn.commit()
+    conn.close()
+    return found
+
+
+def allocate(client: httpx.Client, host: dict[str, str]) -> None:
+    body = {
+        "allocations": {
+            host["root"]: {"resources": {"DISK_GB": 20}},
+            host["cell0"]: {"resources": {"VCPU": 4}},
+            host["cell0_4K"]: {"resources": {"MEMORY_MB": 4096}},
+        },
+        "project_id": "bench", "user_id": "bench", "consumer_generation": None,
+    }
+    put(client, f"/allocations/{uuid.uuid4()}", body, version="1.28")
+
+
+def wait_up(base: str, proc: subprocess.Popen[bytes]) -> None:
+    for _ in range(300):
+        if proc.poll() is not None:
+            raise RuntimeError("service exited")
+        try:
+            if httpx.get(base + "/", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError("service did not start")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--hosts", type=int, default=1000)
+    parser.add_argument("--cells", type=int, default=2)
+    parser.add_argument("--seed", choices=("api", "sql"), default="api")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--port", type=int, default=18778)
+    parser.add_argument("--repeat", type=int, default=20, help="timed runs per query")
+    parser.add_argument("--db", help="SQLite file (default: a temporary one)")
+    parser.add_argument("--only", nargs="*", help="query names to run")
+    args = parser.parse_args()
+
+    workdir = tempfile.mkdtemp(prefix="pn-bench-")
+    db_path = args.db or os.path.join(workdir, "bench.sqlite")
+    url = f"sqlite:///{db_path}"
+    env = dict(os.environ, PLACEMENT_NUMA_DATABASE_URL=url, PLACEMENT_NUMA_LOG_LEVEL="warning")
+    exe = str(Path(sys.executable).with_name("placement-numa"))
+    from placement_numa.app import prepare_database
+    from placement_numa.settings import Settings
+
+    prepare_database(Settings(database_url=url))
+    started = time.perf_counter()
+    hosts: list[dict[str, str]] = []
+    if args.seed == "sql":
+        hosts = seed_sql(db_path, args.hosts, args.cells)
+    proc = subprocess.Popen(
+        [exe, "serve", "--port", str(args.port), "--workers", str(args.workers),
+         "--database-url", url, "--no-migrate"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{args.port}"
+    try:
+        wait_up(base, proc)
+        limits = httpx.Limits(max_connections=32)
+        with httpx.Client(base_url=base, timeout=600, limits=limits) as client:
+            for name in ("CUSTOM_MEMORY_PAGE_SIZE_4", "CUSTOM_MEMORY_PAGE_SIZE_2048"):
+                client.put(f"/traits/{name}", headers=HEADERS)
+            with ThreadPoolExecutor(16) as pool:
+                if args.seed == "api":
+                    hosts = list(pool.map(lambda h: seed_host_api(client, h, args.cells),
+                                          range(args.hosts)))
+                list(pool.map(lambda host: allocate(client, host), hosts[::4]))
+            wide = create(client, "wide", None, {}, [])
+            for i in range(8):
+                create(client, f"wide_pf{i}", wide, {"SRIOV_NET_VF": {"total": 1}}, [])
+            seeded = time.perf_counter() - started
+            print(f"fleet: {args.hosts} hosts x {args.cells} cells x {len(PAGE_SIZES)} page sizes"
+                  f" = {args.hosts * (1 + args.cells * (1 + len(PAGE_SIZES))) + 9} providers,"
+                  f" {len(hosts[::4])} instances; seeded ({args.seed}) in {seeded:.0f} s;"
+                  f" {args.workers} workers, SQLite")
+            print(f"{'query':<14}{'limit':>6}{'n':>8}{'p50 ms':>10}{'p95 ms':>10}{'first ms':>10}")
+            for name, query in QUERIES.items():
+                if args.only and name not in args.only:
+                    continue
+                for limit in (1000, None):
+                    qs = query + (f"&limit={limit}" if limit else "")
+                    timings = []
+                    count = 0
+                    runs = args.repeat if limit else max(3, args.repeat // 4)
+                    for _ in range(runs + 1):
+                        t0 = time.perf_counter()
+                        r = client.get("/allocation_candidates?" + qs, headers=HEADERS)
+                        timings.append((time.perf_counter() - t0) * 1000)
+                        if r.status_code != 200:
+                            raise RuntimeError(r.text)
+                        count = len(r.json()["allocation_requests"])
+                    first, rest = timings[0], sorted(timings[1:])
+                    p50 = statistics.median(rest)
+                    p95 = rest[min(len(rest) - 1, int(round(0.95 * (len(rest) - 1))))]
+                    print(f"{name:<14}{str(limit or '-'):>6}{count:>8}{p50:>10.1f}{p95:>10.1f}"
+                          f"{first:>10.1f}", flush=True)
+        rss = {pid: peak_rss_mib(pid) for pid in service_pids(proc.pid)}
+        print("peak RSS (MiB) per service process:",
+              ", ".join(f"{pid}: {mib:.0f}" for pid, mib in rss.items()))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
