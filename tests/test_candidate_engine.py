@@ -78,3 +78,41 @@ def test_rank_orders_candidates(case: tuple[FleetSnapshot, CandidateQuery], limi
     assert {c.key() for c in ranked} == oracle(fleet, query)
     limited = engine.search(query, rank=spread, limit=limit).candidates
     assert [c.key() for c in limited] == [c.key() for c in ranked[:limit]]
+
+
+def wide_host(children: int, vfs: int = 1) -> FleetSnapshot:
+    """One root with ``children`` children of ``vfs`` SRIOV_NET_VF each::
+
+        wide
+        ├── pf0 (SRIOV_NET_VF: vfs)
+        ├── ...
+        └── pf<children-1>
+    """
+    rows = [(1, "root", None, 1)] + [(i, f"pf{i}", 1, 1) for i in range(2, children + 2)]
+    inventories = [(i, "SRIOV_NET_VF", vfs, 0, 1, vfs, 1, 1.0) for i in range(2, children + 2)]
+    return FleetSnapshot.build(1, rows, inventories)
+
+
+def vf_groups(count: int, policy: str) -> CandidateQuery:
+    return CandidateQuery(
+        groups=tuple(RequestGroup(suffix=str(i), resources={"SRIOV_NET_VF": 1}) for i in range(count)),
+        group_policy=policy,  # type: ignore[arg-type]
+    )
+
+
+def test_identical_groups_give_every_distinct_mapping() -> None:
+    fleet = wide_host(5)
+    keys = engine_keys(fleet, vf_groups(5, "isolate"))
+    assert len(keys) == len(set(keys)) == 120  # 5! mappings of identical groups to children
+    assert set(keys) == oracle(fleet, vf_groups(5, "isolate"))
+    two_each = wide_host(3, vfs=2)
+    assert set(engine_keys(two_each, vf_groups(4, "none"))) == oracle(two_each, vf_groups(4, "none"))
+
+
+def test_impossible_wide_requests_do_not_explore_permutations() -> None:
+    # 10 identical groups over 9 one-VF children: searched as a multiset, this dies at once
+    # (as permutations it would be ~10! dead ends).
+    fleet = wide_host(9)
+    assert engine_keys(fleet, vf_groups(10, "isolate")) == []
+    assert engine_keys(fleet, vf_groups(10, "none")) == []
+    assert len(engine_keys(wide_host(8), vf_groups(8, "isolate"), limit=1000)) == 1000
