@@ -18,7 +18,7 @@ from tests.candidate_fleets import forests, queries
 from tests.candidate_oracle import oracle
 
 PROPERTY = settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 
 
@@ -42,7 +42,7 @@ def test_engine_equals_oracle(case: tuple[FleetSnapshot, CandidateQuery]) -> Non
     assert set(keys) == oracle(fleet, query)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(fleet_and_query(), st.integers(1, 4))
 def test_limit_is_a_prefix(case: tuple[FleetSnapshot, CandidateQuery], limit: int) -> None:
     fleet, query = case
@@ -52,7 +52,7 @@ def test_limit_is_a_prefix(case: tuple[FleetSnapshot, CandidateQuery], limit: in
     assert set(limited) <= oracle(fleet, query)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(fleet_and_query())
 def test_pre_1_29_drops_nested_multi_provider_candidates(
     case: tuple[FleetSnapshot, CandidateQuery],
@@ -63,7 +63,7 @@ def test_pre_1_29_drops_nested_multi_provider_candidates(
     )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(fleet_and_query(), st.integers(1, 3))
 def test_rank_orders_candidates(case: tuple[FleetSnapshot, CandidateQuery], limit: int) -> None:
     fleet, query = case

@@ -100,7 +100,8 @@ class FleetSnapshot:
     * ``sharing_anchors[i]``: for a provider with ``MISC_SHARES_VIA_AGGREGATE`` that is in some
       aggregate, the roots of every tree holding a provider in one of its aggregates (its own
       tree included), as Placement's ``anchors_for_sharing_providers``;
-    * ``has_trees``: whether any provider has a parent (pre-1.29 responses depend on it).
+    * ``has_trees``: whether any provider has a parent (pre-1.29 responses depend on it);
+    * ``uuids[i]``: provider uuids; ``chains[i]``: ``i`` and its ancestors, nearest first.
     """
 
     def __init__(self, revision: int, providers: list[ProviderInfo]) -> None:
@@ -115,6 +116,16 @@ class FleetSnapshot:
         for p in providers:
             self.tree.setdefault(p.root, []).append(p.index)
         self.roots = [i for i in range(len(providers)) if providers[i].parent < 0]
+        self.uuids = [p.uuid for p in providers]
+        chains: list[tuple[int, ...]] = []
+        for p in providers:
+            chain = [p.index]
+            cursor = p.parent
+            while cursor >= 0:
+                chain.append(cursor)
+                cursor = providers[cursor].parent
+            chains.append(tuple(chain))
+        self.chains = chains
         self.has_trees = any(p.parent >= 0 for p in providers)
         members: dict[str, list[int]] = {}
         for p in providers:
@@ -189,13 +200,9 @@ class FleetSnapshot:
             infos[index_by_id[pid]].aggregates = frozenset(aggs)
         return cls(revision, infos)
 
-    def ancestors(self, index: int) -> list[int]:
+    def ancestors(self, index: int) -> tuple[int, ...]:
         """``index`` and its ancestors up to the root, nearest first."""
-        chain = []
-        while index >= 0:
-            chain.append(index)
-            index = self.providers[index].parent
-        return chain
+        return self.chains[index]
 
     def is_ancestor_or_self(self, ancestor: int, index: int) -> bool:
         providers = self.providers

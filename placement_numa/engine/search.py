@@ -540,10 +540,8 @@ class RootSearch:
                 rooms.append(-1 if inv is None else min(inv.max_unit, inv.capacity - inv.used))
         ancestry: tuple[object, ...] = ()
         if self.plan.subtree_sets:
-            fleet = self.plan.fleet
-            ancestry = tuple(
-                tuple(pos[a] for a in fleet.ancestors(p) if a in pos) for p in relevant
-            )
+            chains = self.plan.fleet.chains
+            ancestry = tuple(tuple(pos[a] for a in chains[p] if a in pos) for p in relevant)
         traits: tuple[object, ...] = ()
         if self.trait_names:
             traits = tuple(providers[p].traits & self.trait_names for p in relevant)

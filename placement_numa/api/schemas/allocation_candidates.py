@@ -61,21 +61,26 @@ def render_candidates(
     """The response body for ``result`` at ``version``."""
     fleet = result.fleet
     providers = fleet.providers
+    uuids = fleet.uuids
     requests: list[dict[str, Any]] = []
     dict_form = version >= mv.ALLOCATIONS_DICT
     with_mappings = version >= mv.CANDIDATE_MAPPINGS
     for candidate in result.candidates:
         per_provider: dict[str, dict[str, int]] = {}
         for p, rc, amount in candidate.allocations:
-            per_provider.setdefault(providers[p].uuid, {})[rc] = amount
+            u = uuids[p]
+            resources = per_provider.get(u)
+            if resources is None:
+                per_provider[u] = {rc: amount}
+            else:
+                resources[rc] = amount
         if dict_form:
             item: dict[str, Any] = {
                 "allocations": {u: {"resources": r} for u, r in per_provider.items()}
             }
             if with_mappings:
                 item["mappings"] = {
-                    g.suffix or "": [providers[p].uuid for p in g.providers]
-                    for g in candidate.groups
+                    g.suffix or "": [uuids[p] for p in g.providers] for g in candidate.groups
                 }
         else:
             item = {
