@@ -38,6 +38,12 @@ def _message(item: Any) -> tuple[str, str]:
     loc = tuple(item.get("loc", ()))
     value = item.get("input")
     ctx = item.get("ctx") or {}
+    if kind == "value_error":
+        # Custom validators raise ValueError with jsonschema's own sentence ("'x' is not a 'uuid'").
+        text = str(ctx.get("error", item["msg"]))
+        return text, ("format" if " is not a '" in text else "value")
+    if kind.startswith("uuid_"):
+        return f"{value!r} is not a 'uuid'", "format"
     if kind == "missing":
         return f"'{loc[-1]}' is a required property", "required"
     if kind == "extra_forbidden":
@@ -78,12 +84,27 @@ def _message(item: Any) -> tuple[str, str]:
     return (f"{where}: {item['msg']}" if where else str(item["msg"])), kind
 
 
+_OBJECT_VALIDATORS = {"required", "additionalProperties"}
+
+
+def _schema_path(loc: tuple[Any, ...], validator: str) -> str:
+    """jsonschema's ``schema['properties'][...]`` suffix, for top-level fields only (deeper
+    paths go through patternProperties that pydantic does not report)."""
+    path = loc[:-1] if validator in _OBJECT_VALIDATORS else loc
+    if len(path) == 1 and isinstance(path[0], str):
+        return f"['properties']['{path[0]}']"
+    return ""
+
+
 def describe(errors: list[Any]) -> str:
     """Placement's wording of the first error of a pydantic ``ValidationError.errors()`` list.
 
-    Example: ``"'project_id' is a required property  Failed validating 'required' in schema"``.
+    Example: ``"'project_id' is a required property  Failed validating 'required' in schema"``;
+    ``"0 is less than the minimum of 1  Failed validating 'minimum' in
+    schema['properties']['total']"``.
     """
     if not errors:
         return "Invalid input."
     message, validator = _message(errors[0])
-    return f"{message}  Failed validating '{validator}' in schema"
+    path = _schema_path(tuple(errors[0].get("loc", ())), validator)
+    return f"{message}  Failed validating '{validator}' in schema{path}"
