@@ -93,9 +93,7 @@ def set_inventories(
         provider = _provider(conn, provider_uuid)
         _check_generation(provider, generation)
         for name, fields in inventories.items():
-            check_capacity(
-                name, provider.uuid, fields, reserved_may_equal_total=reserved_may_equal_total
-            )
+            _check_capacity("update", name, provider.uuid, fields, reserved_may_equal_total)
         new_generation = providers.increment_generation(conn, provider)
         try:
             exceeded = repo.replace_inventories(conn, provider, inventories)
@@ -103,6 +101,25 @@ def set_inventories(
             raise InventoryInUse(f"update conflict: {exc.detail}") from None
     _warn_exceeded(provider, exceeded)
     return new_generation
+
+
+def _check_capacity(
+    action: str,
+    resource_class: str,
+    provider_uuid: str,
+    fields: InventoryFields,
+    reserved_may_equal_total: bool,
+) -> None:
+    """``check_capacity`` with Placement's handler prefix ("Unable to <action> inventory for
+    resource provider <uuid>: ..."). Raises ``BadRequest`` (400)."""
+    try:
+        check_capacity(
+            resource_class, provider_uuid, fields, reserved_may_equal_total=reserved_may_equal_total
+        )
+    except BadRequest as exc:
+        raise BadRequest(
+            f"Unable to {action} inventory for resource provider {provider_uuid}: {exc.detail}"
+        ) from None
 
 
 def create_inventory(
@@ -123,15 +140,7 @@ def create_inventory(
     with database.write() as conn:
         provider = _provider(conn, provider_uuid)
         prefix = f"Unable to create inventory for resource provider {provider.uuid}"
-        try:
-            check_capacity(
-                resource_class,
-                provider.uuid,
-                fields,
-                reserved_may_equal_total=reserved_may_equal_total,
-            )
-        except BadRequest as exc:
-            raise BadRequest(f"{prefix}: {exc.detail}") from None
+        _check_capacity("create", resource_class, provider.uuid, fields, reserved_may_equal_total)
         class_id = names.resource_class_ids(conn, [resource_class]).get(resource_class)
         if class_id is None:
             raise BadRequest(f"{prefix}: No such resource class {resource_class}.")
@@ -169,9 +178,7 @@ def update_inventory(
     with database.write() as conn:
         provider = _provider(conn, provider_uuid)
         _check_generation(provider, generation)
-        check_capacity(
-            resource_class, provider.uuid, fields, reserved_may_equal_total=reserved_may_equal_total
-        )
+        _check_capacity("update", resource_class, provider.uuid, fields, reserved_may_equal_total)
         class_id = names.resource_class_ids(conn, [resource_class]).get(resource_class)
         if class_id is None:
             raise NotFound(f"No such resource class {resource_class}.")

@@ -37,7 +37,8 @@ ConsumerType = Annotated[
 ]
 Amount = Annotated[StrictInt, Field(ge=1)]
 Resources = Annotated[dict[ClassName, Amount], Field(min_length=1)]
-Suffix = Annotated[str, StringConstraints(pattern=r"^[a-zA-Z0-9_-]{1,64}$")]
+# "" names the unsuffixed group (Placement leaves keys outside its pattern unconstrained).
+Suffix = Annotated[str, StringConstraints(pattern=r"^[a-zA-Z0-9_-]{0,64}$")]
 Mappings = Annotated[
     dict[Suffix, Annotated[list[Annotated[str, StringConstraints(strict=True)]], Field(min_length=1)]],
     Field(min_length=1),
