@@ -109,3 +109,16 @@ def test_error_code_absent_before_1_23(api: PlacementAPI) -> None:
 def test_accept_without_json_is_406(api: PlacementAPI) -> None:
     response = api.get("/", headers={"accept": "text/plain"})
     assert response.status_code == 406
+
+
+@pytest.mark.parametrize(
+    ("accept", "media"),
+    [("text/html", "text/html"), ("text/plain", "text/plain"), ("application/json", "application/json"),
+     ("*/*", "application/json")],
+    ids=["html", "plain", "json", "any"],
+)
+def test_error_media_follows_accept(api: PlacementAPI, accept: str, media: str) -> None:
+    response = api.get("/", version="0.5", headers={"accept": accept})
+    assert response.status_code == 406
+    assert response.headers["content-type"].startswith(media)
+    assert "Unacceptable version header: 0.5" in response.text

@@ -18,7 +18,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from placement_numa.api import microversion as mv
-from placement_numa.api.responses import PlacementJSONResponse, error_body
+from starlette.responses import Response
+
+from placement_numa.api.responses import error_payload
 from placement_numa.errors import (
     BadRequest,
     MethodNotAllowed,
@@ -55,23 +57,28 @@ def _allowed_methods(request: Request) -> list[str]:
     return methods
 
 
-def render_error(request: Request, error: PlacementError) -> PlacementJSONResponse:
-    """Render ``error`` for ``request`` (request id and microversion from the middleware)."""
+def render_error(request: Request, error: PlacementError) -> Response:
+    """Render ``error`` for ``request`` (request id and microversion from the middleware), as
+    JSON unless the ``Accept`` header asks for HTML or plain text only."""
     state = request.scope.get("state", {})
     version: mv.Microversion | None = state.get("microversion")
-    body = error_body(error, state.get("request_id"), version)
-    return PlacementJSONResponse(body, status_code=error.status, headers=error.headers or None)
+    body, media_type = error_payload(
+        error, state.get("request_id"), version, request.headers.get("accept")
+    )
+    return Response(
+        body, status_code=error.status, headers=error.headers or None, media_type=media_type
+    )
 
 
 def install_error_handlers(app: FastAPI) -> None:
     """Register the handlers on ``app``."""
 
     @app.exception_handler(PlacementError)
-    async def _placement_error(request: Request, exc: PlacementError) -> PlacementJSONResponse:
+    async def _placement_error(request: Request, exc: PlacementError) -> Response:
         return render_error(request, exc)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http_error(request: Request, exc: StarletteHTTPException) -> PlacementJSONResponse:
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
         error: PlacementError
         if exc.status_code == 404:
             error = NotFound(str(exc.detail) if exc.detail != "Not Found" else "Not found.")
@@ -90,7 +97,7 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _validation_error(
         request: Request, exc: RequestValidationError
-    ) -> PlacementJSONResponse:
+    ) -> Response:
         messages = []
         for item in exc.errors():
             where = ".".join(str(p) for p in item.get("loc", ()) if p not in ("query", "body"))
@@ -105,6 +112,6 @@ def install_error_handlers(app: FastAPI) -> None:
         return render_error(request, error)
 
     @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception) -> PlacementJSONResponse:
+    async def _unexpected(request: Request, exc: Exception) -> Response:
         LOG.exception("unexpected error serving %s %s", request.method, request.url.path)
         return render_error(request, PlacementError("An unexpected error occurred."))

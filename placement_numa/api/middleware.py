@@ -17,12 +17,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from placement_numa.api import microversion as mv
 from placement_numa.api.auth import authenticate, authorize
-from placement_numa.api.responses import error_body
+from placement_numa.api.responses import error_payload
 from placement_numa.errors import BadRequest, PlacementError
 
 __all__ = ["PlacementMiddleware"]
@@ -70,7 +69,7 @@ class PlacementMiddleware:
             authorize(credentials)
             _check_content_headers(headers)
         except PlacementError as error:
-            await _send_error(send, error, request_id, version, extra)
+            await _send_error(send, error, request_id, version, extra, headers.get("accept"))
             return
 
         async def send_with_headers(message: Message) -> None:
@@ -87,10 +86,11 @@ async def _send_error(
     request_id: str,
     version: mv.Microversion | None,
     extra: list[tuple[bytes, bytes]],
+    accept: str | None,
 ) -> None:
-    body = orjson.dumps(error_body(error, request_id, version))
+    body, media_type = error_payload(error, request_id, version, accept)
     headers: list[Any] = [
-        (b"content-type", b"application/json"),
+        (b"content-type", media_type.encode()),
         (b"content-length", str(len(body)).encode()),
         *extra,
     ]

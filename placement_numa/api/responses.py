@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from email.utils import format_datetime
+from html import escape
 from typing import Any
 
 import orjson
@@ -13,7 +14,14 @@ from starlette.responses import JSONResponse
 from placement_numa.api import microversion as mv
 from placement_numa.errors import PlacementError
 
-__all__ = ["PlacementJSONResponse", "json_response", "error_body", "no_content", "http_date"]
+__all__ = [
+    "PlacementJSONResponse",
+    "json_response",
+    "error_body",
+    "error_payload",
+    "no_content",
+    "http_date",
+]
 
 # webob's explanations, which Placement prefixes to every error detail.
 _EXPLANATIONS = {
@@ -91,3 +99,46 @@ def error_body(
         item["request_id"] = request_id
     item.update(error.extra)
     return {"errors": [item]}
+
+
+def _accepted_media(accept: str | None) -> list[str]:
+    """Media types named by an ``Accept`` header with a non-zero quality, in order."""
+    media: list[str] = []
+    for part in (accept or "").split(","):
+        name, *params = (piece.strip() for piece in part.split(";"))
+        quality = next((p[2:] for p in params if p.startswith("q=")), "1")
+        try:
+            if float(quality) > 0 and name:
+                media.append(name.lower())
+        except ValueError:
+            continue
+    return media
+
+
+def error_payload(
+    error: PlacementError,
+    request_id: str | None,
+    version: mv.Microversion | None,
+    accept: str | None,
+) -> tuple[bytes, str]:
+    """The error response body and its content type, following the ``Accept`` header as
+    Placement (webob) does: JSON unless the client accepts neither JSON nor ``*/*`` but does
+    accept ``text/html`` or ``text/plain``."""
+    media = _accepted_media(accept)
+    wants_json = not media or any(
+        m in ("application/json", "application/*", "*/*") for m in media
+    )
+    if not wants_json and ("text/html" in media or "text/*" in media):
+        title = f"{error.status} {error.title}"
+        explanation = error.explanation or _EXPLANATIONS.get(error.status, "")
+        html = (
+            f"<html>\n <head>\n  <title>{escape(title)}</title>\n </head>\n <body>\n"
+            f"  <h1>{escape(title)}</h1>\n  {escape(explanation)}<br /><br />\n"
+            f"{escape(error.detail)}\n\n </body>\n</html>"
+        )
+        return html.encode(), "text/html; charset=UTF-8"
+    if not wants_json and "text/plain" in media:
+        explanation = error.explanation or _EXPLANATIONS.get(error.status, "")
+        text = f"{error.status} {error.title}\n\n{explanation}\n\n {error.detail}  "
+        return text.encode(), "text/plain; charset=UTF-8"
+    return orjson.dumps(error_body(error, request_id, version)), "application/json"
