@@ -214,7 +214,8 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--port", type=int, default=18778)
     parser.add_argument("--repeat", type=int, default=20, help="timed runs per query")
-    parser.add_argument("--db", help="SQLite file (default: a temporary one)")
+    parser.add_argument("--db", help="SQLite file (default: a temporary one); an already seeded"
+                        " file is reused as is")
     parser.add_argument("--only", nargs="*", help="query names to run")
     args = parser.parse_args()
 
@@ -226,10 +227,13 @@ def main() -> int:
     from placement_numa.app import prepare_database
     from placement_numa.settings import Settings
 
+    reuse = bool(args.db) and os.path.exists(db_path)
     prepare_database(Settings(database_url=url))
     started = time.perf_counter()
     hosts: list[dict[str, str]] = []
-    if args.seed == "sql":
+    if reuse:
+        args.seed = "reused"
+    elif args.seed == "sql":
         hosts = seed_sql(db_path, args.hosts, args.cells)
     proc = subprocess.Popen(
         [exe, "serve", "--port", str(args.port), "--workers", str(args.workers),
@@ -242,18 +246,19 @@ def main() -> int:
         with httpx.Client(base_url=base, timeout=600, limits=limits) as client:
             for name in ("CUSTOM_MEMORY_PAGE_SIZE_4", "CUSTOM_MEMORY_PAGE_SIZE_2048"):
                 client.put(f"/traits/{name}", headers=HEADERS)
-            with ThreadPoolExecutor(16) as pool:
-                if args.seed == "api":
-                    hosts = list(pool.map(lambda h: seed_host_api(client, h, args.cells),
-                                          range(args.hosts)))
-                list(pool.map(lambda host: allocate(client, host), hosts[::4]))
-            wide = create(client, "wide", None, {}, [])
-            for i in range(8):
-                create(client, f"wide_pf{i}", wide, {"SRIOV_NET_VF": {"total": 1}}, [])
+            if not reuse:
+                with ThreadPoolExecutor(16) as pool:
+                    if args.seed == "api":
+                        hosts = list(pool.map(lambda h: seed_host_api(client, h, args.cells),
+                                              range(args.hosts)))
+                    list(pool.map(lambda host: allocate(client, host), hosts[::4]))
+                wide = create(client, "wide", None, {}, [])
+                for i in range(8):
+                    create(client, f"wide_pf{i}", wide, {"SRIOV_NET_VF": {"total": 1}}, [])
             seeded = time.perf_counter() - started
             print(f"fleet: {args.hosts} hosts x {args.cells} cells x {len(PAGE_SIZES)} page sizes"
                   f" = {args.hosts * (1 + args.cells * (1 + len(PAGE_SIZES))) + 9} providers,"
-                  f" {len(hosts[::4])} instances; seeded ({args.seed}) in {seeded:.0f} s;"
+                  f" {(args.hosts + 3) // 4} instances; seeded ({args.seed}) in {seeded:.0f} s;"
                   f" {args.workers} workers, SQLite")
             print(f"{'query':<14}{'limit':>6}{'n':>8}{'p50 ms':>10}{'p95 ms':>10}{'first ms':>10}")
             for name, query in QUERIES.items():

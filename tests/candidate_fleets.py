@@ -159,3 +159,35 @@ def queries(draw: Any, fleet_size: int, max_slots: int = 4) -> CandidateQuery:
         root_required=frozenset(root_required),
         root_forbidden=frozenset(root_forbidden),
     )
+
+
+def with_copies(fleet: FleetSnapshot, copies: int) -> FleetSnapshot:
+    """``fleet`` plus ``copies`` clones of each tree (same inventories, usage, traits and
+    aggregates), so that look-alike roots exist and the engine's replay path is exercised."""
+    providers = fleet.providers
+    rows, inventories, usages, traits, aggregates = [], [], [], [], []
+    next_id = 1
+
+    def emit(p_index: int, new_id: int, parent: int | None, root: int) -> None:
+        p = providers[p_index]
+        rows.append((new_id, uuid_of(new_id), parent, root))
+        for rc, inv in p.inventories.items():
+            inventories.append((new_id, rc, inv.total, inv.reserved, inv.min_unit,
+                                inv.max_unit, inv.step_size, inv.allocation_ratio))
+            if inv.used:
+                usages.append((new_id, rc, inv.used))
+        traits.extend((new_id, t) for t in p.traits)
+        aggregates.extend((new_id, a) for a in p.aggregates)
+
+    for copy in range(copies + 1):
+        for root in fleet.roots:
+            if copy and providers[root].sharing:
+                continue
+            ids: dict[int, int] = {}
+            for member in fleet.tree[root]:
+                ids[member] = next_id
+                next_id += 1
+            for member in fleet.tree[root]:
+                parent = providers[member].parent
+                emit(member, ids[member], ids[parent] if parent >= 0 else None, ids[root])
+    return FleetSnapshot.build(1, rows, inventories, usages, traits, aggregates)

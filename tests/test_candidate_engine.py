@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from placement_numa.domain.request_groups import CandidateQuery, RequestGroup
 from placement_numa.engine import SnapshotEngine, StaticFleetSource
 from placement_numa.engine.fleet import FleetSnapshot
-from tests.candidate_fleets import forests, queries
+from tests.candidate_fleets import forests, queries, with_copies
 from tests.candidate_oracle import oracle
 
 PROPERTY = settings(
@@ -39,6 +39,16 @@ def test_engine_equals_oracle(case: tuple[FleetSnapshot, CandidateQuery]) -> Non
     fleet, query = case
     keys = engine_keys(fleet, query)
     assert len(keys) == len(set(keys)), "duplicate candidates"
+    assert set(keys) == oracle(fleet, query)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_look_alike_trees_replay_exactly(data: st.DataObject) -> None:
+    fleet = with_copies(data.draw(forests(max_providers=5)), copies=2)
+    query = data.draw(queries(len(fleet.providers), max_slots=3))
+    keys = engine_keys(fleet, query)
+    assert len(keys) == len(set(keys))
     assert set(keys) == oracle(fleet, query)
 
 

@@ -101,7 +101,9 @@ class FleetSnapshot:
       aggregate, the roots of every tree holding a provider in one of its aggregates (its own
       tree included), as Placement's ``anchors_for_sharing_providers``;
     * ``has_trees``: whether any provider has a parent (pre-1.29 responses depend on it);
-    * ``uuids[i]``: provider uuids; ``chains[i]``: ``i`` and its ancestors, nearest first.
+    * ``uuids[i]``: provider uuids; ``chains[i]``: ``i`` and its ancestors, nearest first;
+    * ``root_profiles[root]``: equal for roots whose trees are alike member by member (shape,
+      traits, aggregates, inventories, usage), so a search can replay one tree's answer.
     """
 
     def __init__(self, revision: int, providers: list[ProviderInfo]) -> None:
@@ -126,6 +128,24 @@ class FleetSnapshot:
                 cursor = providers[cursor].parent
             chains.append(tuple(chain))
         self.chains = chains
+        # Look-alike trees: two roots with the same profile have trees that match any query the
+        # same way (same shape, traits, aggregates, inventories and usage, member by member).
+        profile_ids: dict[tuple[object, ...], int] = {}
+        provider_profile = [
+            profile_ids.setdefault(
+                (p.traits, p.aggregates, tuple(sorted(p.inventories.items()))), len(profile_ids)
+            )
+            for p in providers
+        ]
+        root_ids: dict[tuple[object, ...], int] = {}
+        self.root_profiles: dict[int, int] = {}
+        for root, members in self.tree.items():
+            where = {m: k for k, m in enumerate(members)}
+            key = (
+                tuple(provider_profile[m] for m in members),
+                tuple(where.get(providers[m].parent, -1) for m in members),
+            )
+            self.root_profiles[root] = root_ids.setdefault(key, len(root_ids))
         self.has_trees = any(p.parent >= 0 for p in providers)
         members: dict[str, list[int]] = {}
         for p in providers:

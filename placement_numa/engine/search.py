@@ -483,6 +483,8 @@ class RootSearch:
                 for any_of in g.any_traits:
                     names |= any_of
         self.trait_names = frozenset(names)
+        self.by_profile = all(t is None for t in plan.in_tree_root)
+        self.profile_templates: dict[int, list[tuple[tuple[int, ...], tuple[tuple[int, str, int], ...]]]] = {}
         self.slot_keys = [
             (slot.suffixed, slot.resources, _signature(plan.groups[slot.group]), plan.in_tree_root[slot.group])
             for slot in plan.slots
@@ -505,28 +507,56 @@ class RootSearch:
     def candidates(self, root: int) -> Iterator[Candidate]:
         """Every candidate anchored at ``root``, lazily, in a deterministic depth-first order."""
         plan = self.plan
+        fleet = plan.fleet
+        profile = -1
+        if self.by_profile and root not in fleet.shared_into:
+            profile = fleet.root_profiles[root]
+            known = self.profile_templates.get(profile)
+            if known is not None:
+                members = fleet.tree[root]
+                for chosen_pos, alloc_pos in known:
+                    yield _candidate(
+                        plan, root, [members[k] for k in chosen_pos],
+                        tuple((members[k], rc, a) for k, rc, a in alloc_pos),
+                    )
+                return
         options = self.options(root)
         if options is None:
+            if profile >= 0 and len(self.profile_templates) < self.MAX_TEMPLATES:
+                self.profile_templates[profile] = []
             return
         relevant = sorted(set().union(*options))
         pos = {p: k for k, p in enumerate(relevant)}
         signature = self._signature(options, relevant, pos)
         template = self.templates.get(signature)
+        results: Iterator[tuple[list[int], tuple[tuple[int, str, int], ...]]]
         if template is not None:
-            for chosen_pos, alloc_pos in template:
-                yield _candidate(
-                    plan, root, [relevant[k] for k in chosen_pos],
-                    tuple((relevant[k], rc, a) for k, rc, a in alloc_pos),
-                )
-            return
-        recorded = []
-        for chosen, allocations in _search_raw(plan, options):
-            recorded.append(
-                (tuple(pos[p] for p in chosen), tuple((pos[p], rc, a) for p, rc, a in allocations))
+            results = (
+                ([relevant[k] for k in chosen_pos],
+                 tuple((relevant[k], rc, a) for k, rc, a in alloc_pos))
+                for chosen_pos, alloc_pos in template
             )
+        else:
+            results = _search_raw(plan, options)
+        recorded = []
+        by_member = []
+        where = {m: k for k, m in enumerate(fleet.tree[root])} if profile >= 0 else {}
+        for chosen, allocations in results:
+            if template is None:
+                recorded.append(
+                    (tuple(pos[p] for p in chosen),
+                     tuple((pos[p], rc, a) for p, rc, a in allocations))
+                )
+            if profile >= 0:
+                by_member.append(
+                    (tuple(where[p] for p in chosen),
+                     tuple((where[p], rc, a) for p, rc, a in allocations))
+                )
             yield _candidate(plan, root, chosen, allocations)
-        if len(self.templates) < self.MAX_TEMPLATES:
+        if template is None and len(self.templates) < self.MAX_TEMPLATES:
             self.templates[signature] = recorded
+        if profile >= 0 and len(self.profile_templates) < self.MAX_TEMPLATES:
+            self.profile_templates[profile] = by_member
 
     def _signature(
         self, options: list[list[int]], relevant: list[int], pos: dict[int, int]
