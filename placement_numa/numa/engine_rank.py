@@ -41,6 +41,9 @@ class NumaRanker:
         self.cpu_classes = cpu_classes
         self.prefer_closest = prefer_closest
         self._hosts: dict[int, tuple[dict[int, int], HostCells]] = {}
+        self._cells: dict[int, int | None] = {}
+        self._scores: dict[tuple[int, tuple[tuple[int, int], ...]], NumaScore] = {}
+        self._keys: dict[int, tuple[object, ...]] = {}  # by id() of a score held in _scores
 
     def _host(self, fleet: FleetSnapshot, root: int) -> tuple[dict[int, int], HostCells]:
         """(cell provider index -> cell id, HostCells) of one tree, cached per root."""
@@ -57,29 +60,54 @@ class NumaRanker:
         self._hosts[root] = (ids, host)
         return ids, host
 
+    def _cell_of(self, fleet: FleetSnapshot, ids: Mapping[int, int], provider: int) -> int | None:
+        """The host cell id at or above ``provider`` (cached per provider)."""
+        cached = self._cells.get(provider, -1)
+        if cached != -1:
+            return cached
+        cell = None
+        for a in fleet.ancestors(provider):
+            if a in ids:
+                cell = ids[a]
+                break
+        self._cells[provider] = cell
+        return cell
+
+    def _used(self, candidate: Candidate, fleet: FleetSnapshot, ids: Mapping[int, int]) -> tuple[tuple[int, int], ...]:
+        """``((cell id, CPUs taken), ...)`` sorted: every cell the candidate touches."""
+        used: dict[int, int] = {}
+        for p, rc, amount in candidate.allocations:
+            cell = self._cell_of(fleet, ids, p)
+            if cell is not None:
+                used[cell] = used.get(cell, 0) + (amount if rc in self.cpu_classes and p in ids else 0)
+        for group in candidate.groups:
+            if not group.resources:  # resourceless groups (anchors) count as touching their cell
+                for p in group.providers:
+                    cell = self._cell_of(fleet, ids, p)
+                    if cell is not None:
+                        used.setdefault(cell, 0)
+        return tuple(sorted(used.items()))
+
     def score(self, candidate: Candidate, fleet: FleetSnapshot) -> NumaScore:
         """The NUMA score of ``candidate`` (cells used, width, distance, spread)."""
         ids, host = self._host(fleet, candidate.anchor)
-        used: dict[int, int] = {}
-
-        def cell_of(p: int) -> int | None:
-            for a in fleet.ancestors(p):
-                if a in ids:
-                    return ids[a]
-            return None
-
-        for p in candidate.providers():
-            cell = cell_of(p)
-            if cell is not None:
-                used.setdefault(cell, 0)
-        for p, rc, amount in candidate.allocations:
-            if rc in self.cpu_classes and p in ids:
-                used[ids[p]] = used.get(ids[p], 0) + amount
-        return score(host, used)
+        used = self._used(candidate, fleet, ids)
+        key = (candidate.anchor, used)
+        cached = self._scores.get(key)
+        if cached is None:
+            cached = score(host, dict(used))
+            self._scores[key] = cached
+        return cached
 
     def rank(self, candidate: Candidate, fleet: FleetSnapshot) -> tuple[object, ...]:
-        """The engine's rank hook: ``ranking.rank_key`` of the candidate's score."""
-        return rank_key(self.score(candidate, fleet), prefer_closest=self.prefer_closest)
+        """The engine's rank hook: ``ranking.rank_key`` of the candidate's score (cached per
+        host and cell usage)."""
+        numa = self.score(candidate, fleet)
+        key = self._keys.get(id(numa))
+        if key is None:
+            key = rank_key(numa, prefer_closest=self.prefer_closest)
+            self._keys[id(numa)] = key
+        return key
 
     def as_hook(self) -> Callable[[Candidate, FleetSnapshot], tuple[object, ...]]:
         return self.rank

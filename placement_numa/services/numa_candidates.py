@@ -59,7 +59,9 @@ class RankedCandidate:
     host: str | None = None
 
 
-def _cell_index(database: Database) -> CellIndex:
+def _cell_index(database: Database | None) -> CellIndex:
+    if database is None:
+        return CellIndex()
     with database.read() as conn:
         names = repo.all_cell_names(conn)
         matrices = repo.all_matrices(conn)
@@ -147,16 +149,18 @@ def _distributed(
 
 def flavor_candidates(
     *,
-    database: Database,
+    database: Database | None,
     engine: CandidateEngine,
     flavor: Flavor,
     image: ImageProperties | None,
     options: NumaOptions,
+    index: CellIndex | None = None,
 ) -> list[RankedCandidate]:
-    """Ranked candidates for a Nova flavor (see the module docstring). Raises ``InvalidFlavor``."""
+    """Ranked candidates for a Nova flavor (see the module docstring). Raises ``InvalidFlavor``.
+    ``index`` (cell ids, distances, host names) is read from ``database`` unless given."""
     numa = translate(flavor, image)
     limit = options.limit
-    index = _cell_index(database)
+    index = index if index is not None else _cell_index(database)
     if numa.topology is None:  # no NUMA request: non-NUMA hosts only, engine order
         result = engine.search(numa.search_query, limit=limit)
         explain = to_query_string(numa.search_query)
