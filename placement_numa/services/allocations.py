@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sqlalchemy.exc import DBAPIError
+
 from placement_numa.db.database import Database
 from placement_numa.db.repositories import allocations as allocation_repo
 from placement_numa.db.repositories import consumers as consumer_repo
@@ -27,6 +29,7 @@ __all__ = [
     "get_for_provider",
     "replace",
     "delete_for_consumer",
+    "is_deadlock",
 ]
 
 
@@ -70,15 +73,38 @@ def get_for_provider(*, database: Database, provider_uuid: str) -> ProviderAlloc
     return ProviderAllocations(provider, rows)
 
 
+_DEADLOCK_RETRIES = 5
+
+
+def is_deadlock(exc: DBAPIError) -> bool:
+    """True for a deadlock the database broke by rolling one transaction back (PostgreSQL
+    ``40P01``, MariaDB/MySQL error 1213): the whole transaction may simply be retried."""
+    orig = exc.orig
+    if getattr(orig, "sqlstate", None) == "40P01":  # psycopg 3
+        return True
+    args = getattr(orig, "args", ())
+    return bool(args) and args[0] == 1213
+
+
 def replace(*, database: Database, consumer_allocations: Sequence[ConsumerAllocation]) -> None:
     """Replace the allocations of every consumer named, in one transaction.
+
+    A transaction the database aborts as a deadlock victim (possible on MariaDB when racing
+    inserts of the same new project, user or consumer type roll back) is retried up to five
+    times, as Placement does (``wrap_db_retry(retry_on_deadlock=True)``).
 
     Raises ``BadRequest`` (400: unknown provider or resource class), ``ConcurrentUpdate``
     (409: consumer generation mismatch) or ``Conflict`` (409: no such inventory, constraints
     or capacity exceeded); nothing is written then.
     """
-    with database.write() as conn:
-        allocation_repo.replace_allocations(conn, consumer_allocations)
+    for attempt in range(_DEADLOCK_RETRIES + 1):
+        try:
+            with database.write() as conn:
+                allocation_repo.replace_allocations(conn, consumer_allocations)
+            return
+        except DBAPIError as exc:
+            if attempt == _DEADLOCK_RETRIES or not is_deadlock(exc):
+                raise
 
 
 def delete_for_consumer(*, database: Database, consumer_uuid: str) -> None:
