@@ -24,43 +24,6 @@ INVENTORY_DEFAULTS: dict[str, Any] = {
 }
 
 
-def seed_provider(
-    api: PlacementAPI, inventories: dict[str, dict[str, Any]], *, name: str | None = None
-) -> str:
-    """Insert a root provider (generation 0) and its inventories as rows; return its uuid.
-
-    ``inventories`` is ``{resource_class: {"total": n, ...}}`` with Placement's defaults for the
-    other fields. Writes rows directly, so it does not
-    depend on the provider and inventory routes; the provider generation stays 0.
-    """
-    provider_uuid = str(uuid.uuid4())
-    database = api.client.app.state.database  # type: ignore[attr-defined]
-    with database.write() as conn:
-        result = conn.execute(
-            insert(tables.resource_providers).values(
-                uuid=provider_uuid, name=name or f"rp-{provider_uuid}", generation=0, created_at=utcnow()
-            )
-        )
-        provider_id = int(result.inserted_primary_key[0])
-        conn.execute(
-            tables.resource_providers.update()
-            .where(tables.resource_providers.c.id == provider_id)
-            .values(root_provider_id=provider_id)
-        )
-        class_ids = names.resource_class_ids(conn, inventories)
-        for rc, fields in inventories.items():
-            values = {**INVENTORY_DEFAULTS, **fields}
-            conn.execute(
-                insert(tables.inventories).values(
-                    resource_provider_id=provider_id,
-                    resource_class_id=class_ids[rc],
-                    created_at=utcnow(),
-                    **values,
-                )
-            )
-    return provider_uuid
-
-
 # --- Providers and aggregates through the API; traits, inventories, allocations as rows (H1a) ---
 
 
@@ -193,3 +156,17 @@ def set_traits(api: PlacementAPI, provider_uuid: str, traits: list[str]) -> dict
     assert response.status_code == 200, response.text
     result: dict[str, Any] = response.json()
     return result
+
+
+# --- A provider with inventory through the API (H2) ---
+
+
+def provider_with_inventory(api: PlacementAPI, inventories: dict[str, dict[str, Any]]) -> str:
+    """Create a root provider and set its inventories, both through the API; return its uuid.
+
+    ``inventories`` is ``{resource_class: {"total": n, ...}}`` (Placement's defaults for the
+    rest). The provider is then at generation 1.
+    """
+    provider = create_provider(api)
+    set_inventories(api, provider["uuid"], inventories)
+    return str(provider["uuid"])

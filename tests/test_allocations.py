@@ -1,8 +1,7 @@
 """Allocations through the real app on every backend: shapes per microversion, generations,
 consumer types, capacity and constraint checks, POST /allocations atomicity.
 
-Providers and inventories are set up by ``seed_provider`` (rows written directly, so these tests
-do not depend on the provider and inventory routes).
+Providers and inventories are set up through the API (``tests.factories``).
 """
 
 from __future__ import annotations
@@ -13,7 +12,10 @@ from typing import Any
 import pytest
 
 from tests.conftest import PlacementAPI
-from tests.factories import seed_provider
+from tests.factories import provider_with_inventory as seed_provider
+
+# A provider made by ``seed_provider`` is at this generation (created, then inventory set).
+START = 1
 
 
 def _uuid() -> str:
@@ -39,13 +41,13 @@ def _generation(api: PlacementAPI, rp: str) -> int:
 def test_put_get_delete_latest(api: PlacementAPI) -> None:
     rp = seed_provider(api, {"VCPU": {"total": 8}, "MEMORY_MB": {"total": 1024}})
     consumer = _uuid()
-    assert _generation(api, rp) == 0
+    assert _generation(api, rp) == START
     r = api.put(f"/allocations/{consumer}", json=_body(rp, {"VCPU": 2, "MEMORY_MB": 256}))
     assert r.status_code == 204, r.text
     got = api.get(f"/allocations/{consumer}")
     assert got.status_code == 200
     assert got.json() == {
-        "allocations": {rp: {"resources": {"VCPU": 2, "MEMORY_MB": 256}, "generation": 1}},
+        "allocations": {rp: {"resources": {"VCPU": 2, "MEMORY_MB": 256}, "generation": START + 1}},
         "project_id": "proj",
         "user_id": "user",
         "consumer_generation": 1,
@@ -55,12 +57,12 @@ def test_put_get_delete_latest(api: PlacementAPI) -> None:
     by_rp = api.get(f"/resource_providers/{rp}/allocations").json()
     assert by_rp == {
         "allocations": {consumer: {"resources": {"VCPU": 2, "MEMORY_MB": 256}, "consumer_generation": 1}},
-        "resource_provider_generation": 1,
+        "resource_provider_generation": START + 1,
     }
     assert api.delete(f"/allocations/{consumer}").status_code == 204
     assert api.get(f"/allocations/{consumer}").json() == {"allocations": {}}
     # As in Placement, deleting allocations does not move the provider generation.
-    assert _generation(api, rp) == 1
+    assert _generation(api, rp) == START + 1
     r = api.delete(f"/allocations/{consumer}")
     assert r.status_code == 404
     assert "No allocations for consumer" in r.json()["errors"][0]["detail"]
@@ -123,7 +125,7 @@ def test_consumer_generation(api: PlacementAPI) -> None:
     # Empty allocations remove them and the consumer.
     assert api.put(f"/allocations/{consumer}", json=_body(rp, {}, gen=2) | {"allocations": {}}).status_code == 204
     assert api.get(f"/allocations/{consumer}").json() == {"allocations": {}}
-    assert _generation(api, rp) == 3
+    assert _generation(api, rp) == START + 3
     # The consumer is gone: a new one starts again from null.
     assert api.put(f"/allocations/{consumer}", json=_body(rp, {"VCPU": 1})).status_code == 204
 
@@ -180,7 +182,7 @@ def test_capacity_and_constraints(
         assert fragment in error["detail"]
         assert error["code"] == "placement.undefined_code"
         assert api.get(f"/allocations/{consumer}").json() == {"allocations": {}}
-        assert _generation(api, rp) == 0
+        assert _generation(api, rp) == START
 
 
 def test_replacing_subtracts_old_allocations(api: PlacementAPI) -> None:
@@ -221,7 +223,7 @@ def test_moving_allocations_bumps_receiving_provider_only(api: PlacementAPI) -> 
     assert api.put(f"/allocations/{consumer}", json=_body(a, {"VCPU": 1})).status_code == 204
     assert api.put(f"/allocations/{consumer}", json=_body(b, {"VCPU": 1}, gen=1)).status_code == 204
     # Placement bumps the providers named in the new allocations (not the one left behind).
-    assert (_generation(api, a), _generation(api, b)) == (1, 1)
+    assert (_generation(api, a), _generation(api, b)) == (START + 1, START + 1)
     assert api.get(f"/resource_providers/{a}/allocations").json()["allocations"] == {}
 
 
@@ -235,7 +237,7 @@ def test_post_allocations(api: PlacementAPI) -> None:
     }
     assert api.post("/allocations", json=body, version="1.12").status_code == 404
     assert api.post("/allocations", json=body).status_code == 204
-    assert _generation(api, rp) == 1
+    assert _generation(api, rp) == START + 1
     # Together over capacity: nothing written.
     c3 = _uuid()
     body = {
@@ -261,3 +263,44 @@ def test_provider_allocations_unknown_provider(api: PlacementAPI) -> None:
     r = api.get(f"/resource_providers/{_uuid()}/allocations")
     assert r.status_code == 404
     assert r.json()["errors"][0]["code"] == "placement.undefined_code"
+
+
+def test_over_capacity_may_shrink_but_not_grow(api: PlacementAPI) -> None:
+    """As Placement: once an inventory shrank below its usage, a write that leaves the usage
+    no higher than before is accepted; anything that raises it is refused."""
+    rp = seed_provider(api, {"VCPU": {"total": 8}})
+    consumer = _uuid()
+    assert api.put(f"/allocations/{consumer}", json=_body(rp, {"VCPU": 6})).status_code == 204
+    inventories = api.get(f"/resource_providers/{rp}/inventories").json()
+    r = api.put(
+        f"/resource_providers/{rp}/inventories",
+        json={
+            "resource_provider_generation": inventories["resource_provider_generation"],
+            "inventories": {"VCPU": {"total": 4}},
+        },
+    )
+    assert r.status_code == 200, r.text
+    assert api.put(f"/allocations/{consumer}", json=_body(rp, {"VCPU": 5}, gen=1)).status_code == 204
+    r = api.put(f"/allocations/{consumer}", json=_body(rp, {"VCPU": 6}, gen=2))
+    assert r.status_code == 409 and "would exceed the capacity" in r.text
+    assert api.put(f"/allocations/{_uuid()}", json=_body(rp, {"VCPU": 1})).status_code == 409
+
+
+def test_several_providers_and_generation_field_ignored(api: PlacementAPI) -> None:
+    compute = seed_provider(api, {"VCPU": {"total": 8}, "MEMORY_MB": {"total": 2048}})
+    disk = seed_provider(api, {"DISK_GB": {"total": 100}})
+    consumer = _uuid().upper()
+    body = _body(compute, {"VCPU": 2, "MEMORY_MB": 512})
+    body["allocations"][disk] = {"resources": {"DISK_GB": 20}, "generation": 99}
+    assert api.put(f"/allocations/{consumer}", json=body).status_code == 204
+    # The consumer uuid is stored in canonical (lower-case) form.
+    got = api.get(f"/allocations/{consumer.lower()}").json()
+    assert got["allocations"] == {
+        compute: {"resources": {"VCPU": 2, "MEMORY_MB": 512}, "generation": START + 1},
+        disk: {"resources": {"DISK_GB": 20}, "generation": START + 1},
+    }
+    # One provider failing the check leaves the other untouched.
+    body = _body(compute, {"VCPU": 1}, gen=1)
+    body["allocations"][disk] = {"resources": {"DISK_GB": 200}}
+    assert api.put(f"/allocations/{consumer.lower()}", json=body).status_code == 409
+    assert api.get(f"/allocations/{consumer.lower()}").json() == got

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import PlacementAPI
-from tests.factories import seed_provider
+from tests.factories import provider_with_inventory as seed_provider
 
 
 def _put(
@@ -41,12 +41,12 @@ def test_provider_usages(api: PlacementAPI) -> None:
     rp = seed_provider(api, {"VCPU": {"total": 8}, "MEMORY_MB": {"total": 1024}})
     r = api.get(f"/resource_providers/{rp}/usages", version="1.0")
     assert r.status_code == 200
-    assert r.json() == {"resource_provider_generation": 0, "usages": {"VCPU": 0, "MEMORY_MB": 0}}
+    assert r.json() == {"resource_provider_generation": 1, "usages": {"VCPU": 0, "MEMORY_MB": 0}}
     assert "last-modified" not in r.headers
     _put(api, rp, {"VCPU": 2, "MEMORY_MB": 128})
     _put(api, rp, {"VCPU": 1})
     r = api.get(f"/resource_providers/{rp}/usages")
-    assert r.json() == {"resource_provider_generation": 2, "usages": {"VCPU": 3, "MEMORY_MB": 128}}
+    assert r.json() == {"resource_provider_generation": 3, "usages": {"VCPU": 3, "MEMORY_MB": 128}}
     assert r.headers["cache-control"] == "no-cache" and "last-modified" in r.headers
 
 
