@@ -31,12 +31,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy import insert, update
-
-from placement_numa.db import tables
-from placement_numa.db.database import Database
-from placement_numa.db.repositories import names
-from placement_numa.db.repositories.providers import utcnow
 from placement_numa.app import prepare_database
 from placement_numa.settings import Settings
 from tests.backends import BACKENDS, TestDatabase, create_database, drop_database, in_ci
@@ -57,38 +51,17 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _seed_provider(url: str) -> str:
-    """A root provider with ``CAPACITY`` VCPU (rows written directly); returns its uuid."""
+def _seed_provider(base_url: str) -> str:
+    """A root provider with ``CAPACITY`` VCPU, made through the API; returns its uuid."""
     provider_uuid = str(uuid.uuid4())
-    database = Database(url)
-    try:
-        with database.write() as conn:
-            result = conn.execute(
-                insert(tables.resource_providers).values(
-                    uuid=provider_uuid, name=f"rp-{provider_uuid}", generation=0, created_at=utcnow()
-                )
-            )
-            provider_id = int(result.inserted_primary_key[0])
-            conn.execute(
-                update(tables.resource_providers)
-                .where(tables.resource_providers.c.id == provider_id)
-                .values(root_provider_id=provider_id)
-            )
-            conn.execute(
-                insert(tables.inventories).values(
-                    resource_provider_id=provider_id,
-                    resource_class_id=names.resource_class_ids(conn, ["VCPU"])["VCPU"],
-                    total=CAPACITY,
-                    reserved=0,
-                    min_unit=1,
-                    max_unit=CAPACITY,
-                    step_size=1,
-                    allocation_ratio=1.0,
-                    created_at=utcnow(),
-                )
-            )
-    finally:
-        database.dispose()
+    with httpx.Client(base_url=base_url, headers=HEADERS, timeout=30) as client:
+        r = client.post("/resource_providers", json={"name": f"rp-{provider_uuid}", "uuid": provider_uuid})
+        assert r.status_code == 200, r.text
+        r = client.put(
+            f"/resource_providers/{provider_uuid}/inventories",
+            json={"resource_provider_generation": 0, "inventories": {"VCPU": {"total": CAPACITY}}},
+        )
+        assert r.status_code == 200, r.text
     return provider_uuid
 
 
@@ -199,8 +172,8 @@ def _report(backend: str, scenario: str, results: list[tuple[int, str]], seconds
 
 
 def test_concurrent_writes_never_over_allocate(service: tuple[str, str, str]) -> None:
-    backend, base_url, url = service
-    provider = _seed_provider(url)
+    backend, base_url, _ = service
+    provider = _seed_provider(base_url)
     started = time.monotonic()
     with ProcessPoolExecutor(PROCESSES) as pool:
         futures = [pool.submit(_new_consumers, base_url, provider) for _ in range(PROCESSES)]
@@ -215,12 +188,12 @@ def test_concurrent_writes_never_over_allocate(service: tuple[str, str, str]) ->
     assert usages["usages"] == {"VCPU": successes * AMOUNT}
     allocations = httpx.get(f"{base_url}/resource_providers/{provider}/allocations", headers=HEADERS).json()
     assert len(allocations["allocations"]) == successes
-    assert allocations["resource_provider_generation"] == successes
+    assert allocations["resource_provider_generation"] == 1 + successes  # inventory, then writes
 
 
 def test_concurrent_writes_to_one_consumer(service: tuple[str, str, str]) -> None:
-    backend, base_url, url = service
-    provider = _seed_provider(url)
+    backend, base_url, _ = service
+    provider = _seed_provider(base_url)
     consumer = str(uuid.uuid4())
     started = time.monotonic()
     with ProcessPoolExecutor(PROCESSES) as pool:
