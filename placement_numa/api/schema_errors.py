@@ -47,7 +47,8 @@ def _message(item: Any) -> tuple[str, str]:
     if kind == "missing":
         return f"'{loc[-1]}' is a required property", "required"
     if kind == "extra_forbidden":
-        return f"Additional properties are not allowed ('{loc[-1]}' was unexpected)", "additionalProperties"
+        message = f"Additional properties are not allowed ('{loc[-1]}' was unexpected)"
+        return message, "additionalProperties"
     if loc and loc[-1] == "[key]" and kind == "string_pattern_mismatch":
         return (
             f"{value!r} does not match any of the regexes: '{ctx.get('pattern', '')}'",

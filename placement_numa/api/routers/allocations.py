@@ -20,10 +20,21 @@ from typing import Any
 from fastapi import APIRouter, Depends, Response
 
 from placement_numa.api import microversion as mv
-from placement_numa.api.deps import DatabaseDep, JsonBody, VersionDep, body_doc, require_version, validate
+from placement_numa.api.deps import (
+    DatabaseDep,
+    JsonBody,
+    VersionDep,
+    body_doc,
+    require_version,
+    validate,
+)
 from placement_numa.api.responses import json_response, no_content
 from placement_numa.api.schemas import allocations as schemas
-from placement_numa.domain.allocation import INCOMPLETE_CONSUMER_ID, UNKNOWN_CONSUMER_TYPE, ConsumerAllocation
+from placement_numa.domain.allocation import (
+    INCOMPLETE_CONSUMER_ID,
+    UNKNOWN_CONSUMER_TYPE,
+    ConsumerAllocation,
+)
 from placement_numa.errors import BadRequest
 from placement_numa.services import allocations as service
 
@@ -108,7 +119,8 @@ def put_consumer_allocations(
     """
     consumer_uuid = _normalized_uuid(consumer_uuid)
     data = validate(schemas.put_schema(version), body)
-    service.replace(database=database, consumer_allocations=[_from_body(consumer_uuid, data, version)])
+    item = _from_body(consumer_uuid, data, version)
+    service.replace(database=database, consumer_allocations=[item])
     return no_content()
 
 
@@ -127,7 +139,9 @@ def post_allocations(version: VersionDep, database: DatabaseDep, body: JsonBody)
     return no_content()
 
 
-@router.delete("/allocations/{consumer_uuid}", status_code=204, summary="Delete a consumer's allocations")
+@router.delete(
+    "/allocations/{consumer_uuid}", status_code=204, summary="Delete a consumer's allocations"
+)
 def delete_consumer_allocations(consumer_uuid: str, database: DatabaseDep) -> Response:
     """Remove every allocation of ``consumer_uuid``; 404 when it has none."""
     service.delete_for_consumer(database=database, consumer_uuid=consumer_uuid)

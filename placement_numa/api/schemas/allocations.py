@@ -18,7 +18,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel, StrictInt, StringConstraints
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    RootModel,
+    StrictInt,
+    StrictStr,
+    StringConstraints,
+)
 
 from placement_numa.api import microversion as mv
 
@@ -40,7 +48,7 @@ Resources = Annotated[dict[ClassName, Amount], Field(min_length=1)]
 # "" names the unsuffixed group (Placement leaves keys outside its pattern unconstrained).
 Suffix = Annotated[str, StringConstraints(pattern=r"^[a-zA-Z0-9_-]{0,64}$")]
 Mappings = Annotated[
-    dict[Suffix, Annotated[list[Annotated[str, StringConstraints(strict=True)]], Field(min_length=1)]],
+    dict[Suffix, Annotated[list[StrictStr], Field(min_length=1)]],
     Field(min_length=1),
 ]
 
@@ -53,7 +61,7 @@ class ProviderRef(_Strict):
     uuid: Annotated[
         str,
         StringConstraints(
-            pattern=r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$",
+            pattern=r"^[0-9a-fA-F]{8}(-?[0-9a-fA-F]{4}){3}-?[0-9a-fA-F]{12}$",
             strict=True,
         ),
     ]
@@ -102,19 +110,27 @@ class AllocationsPutV1_38(AllocationsPutV1_34):
     consumer_type: ConsumerType
 
 
-class AllocationsPostV1_13(RootModel[Annotated[dict[UuidKey, DeletableAllocations], Field(min_length=1)]]):
+class AllocationsPostV1_13(
+    RootModel[Annotated[dict[UuidKey, DeletableAllocations], Field(min_length=1)]]
+):
     pass
 
 
-class AllocationsPostV1_28(RootModel[Annotated[dict[UuidKey, AllocationsPutV1_28], Field(min_length=1)]]):
+class AllocationsPostV1_28(
+    RootModel[Annotated[dict[UuidKey, AllocationsPutV1_28], Field(min_length=1)]]
+):
     pass
 
 
-class AllocationsPostV1_34(RootModel[Annotated[dict[UuidKey, AllocationsPutV1_34], Field(min_length=1)]]):
+class AllocationsPostV1_34(
+    RootModel[Annotated[dict[UuidKey, AllocationsPutV1_34], Field(min_length=1)]]
+):
     pass
 
 
-class AllocationsPostV1_38(RootModel[Annotated[dict[UuidKey, AllocationsPutV1_38], Field(min_length=1)]]):
+class AllocationsPostV1_38(
+    RootModel[Annotated[dict[UuidKey, AllocationsPutV1_38], Field(min_length=1)]]
+):
     """``{consumer_uuid: {allocations, project_id, user_id, consumer_generation, consumer_type}}``."""
 
 

@@ -205,13 +205,17 @@ def _resolve(
     return by_uuid, class_ids
 
 
-def _prepare_consumer(conn: Connection, item: ConsumerAllocation) -> consumer_repo.ConsumerRow | None:
+def _prepare_consumer(
+    conn: Connection, item: ConsumerAllocation
+) -> consumer_repo.ConsumerRow | None:
     """Create or update the consumer of ``item`` and bump its generation (409 on mismatch).
 
     Returns ``None`` for a new consumer whose allocations are empty (nothing to record).
     """
-    project_id = names.ensure_external_id(conn, "projects", item.project_id or INCOMPLETE_CONSUMER_ID)
-    user_id = names.ensure_external_id(conn, "users", item.user_id or INCOMPLETE_CONSUMER_ID)
+    project = item.project_id or INCOMPLETE_CONSUMER_ID
+    user = item.user_id or INCOMPLETE_CONSUMER_ID
+    project_id = names.ensure_external_id(conn, "projects", project)
+    user_id = names.ensure_external_id(conn, "users", user)
     type_id = (
         consumer_repo.ensure_consumer_type(conn, item.consumer_type)
         if item.consumer_type is not None
@@ -226,7 +230,11 @@ def _prepare_consumer(conn: Connection, item: ConsumerAllocation) -> consumer_re
         if not item.resources:
             return None
         consumer = consumer_repo.create(
-            conn, item.consumer_uuid, project_id=project_id, user_id=user_id, consumer_type_id=type_id
+            conn,
+            item.consumer_uuid,
+            project_id=project_id,
+            user_id=user_id,
+            consumer_type_id=type_id,
         )
         if consumer is None:  # a concurrent writer created it first
             consumer = consumer_repo.get_by_uuid(conn, item.consumer_uuid)

@@ -116,7 +116,8 @@ def for_project_by_consumer_type(
         return dict(result)
 
     per_type = {
-        name or UNKNOWN_CONSUMER_TYPE: int(n) for name, n in conn.execute(counts.group_by(type_name))
+        name or UNKNOWN_CONSUMER_TYPE: int(n)
+        for name, n in conn.execute(counts.group_by(type_name))
     }
     for name, rc, used in conn.execute(base.group_by(type_name, resource_classes.c.name)):
         key = name or UNKNOWN_CONSUMER_TYPE
