@@ -164,6 +164,10 @@ class FleetSnapshot:
             for root in anchors:
                 anchored.setdefault(root, []).append(sp)
         self.shared_into = {root: sorted(sps) for root, sps in anchored.items()}
+        # roots whose candidates may also be found from another anchor (sharing providers)
+        self.roots_with_sharing = frozenset(anchored) | {p.root for p in providers if p.sharing}
+        # rendering caches (API layer): per response shape, provider index -> summary dict
+        self.summary_cache: dict[object, dict[int, object]] = {}
 
     @classmethod
     def build(

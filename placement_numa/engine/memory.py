@@ -87,20 +87,18 @@ class SnapshotEngine:
         self, fleet: FleetSnapshot, query: CandidateQuery, rank: RankFn | None, *, exclude_nested: bool
     ) -> Iterator[Candidate]:
         plan = plan_query(fleet, query)
-        roots = candidate_roots(plan)
+        roots: Any = candidate_roots(plan)
         if self.randomize:
             roots = list(roots)
             random.shuffle(roots)
         providers = fleet.providers
         seen: set[tuple[object, ...]] = set()
         searcher = RootSearch(plan)
-        shared_into = fleet.shared_into
+        roots_with_sharing = fleet.roots_with_sharing
 
         def per_root(root: int) -> Iterator[Candidate]:
             # a candidate can be found from two anchors only through sharing providers
-            maybe_twice = root in shared_into or any(
-                providers[p].sharing for p in fleet.tree[root]
-            )
+            maybe_twice = root in roots_with_sharing
             for candidate in searcher.candidates(root):
                 if exclude_nested:
                     owners = [providers[p].root for p, _, _ in candidate.allocations]

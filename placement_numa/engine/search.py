@@ -168,10 +168,11 @@ def _root_ok(root: ProviderInfo, query: CandidateQuery) -> bool:
     )
 
 
-def candidate_roots(plan: QueryPlan) -> list[int]:
-    """Roots that may anchor a candidate, in index order (``root_required`` and ``in_tree``)."""
+def candidate_roots(plan: QueryPlan) -> Iterator[int]:
+    """Roots that may anchor a candidate, in index order (``root_required`` and ``in_tree``),
+    lazily."""
     if plan.impossible:
-        return []
+        return iter(())
     fleet = plan.fleet
     allowed: set[int] | None = None
     for group, tree_root in zip(plan.groups, plan.in_tree_root, strict=True):
@@ -184,7 +185,10 @@ def candidate_roots(plan: QueryPlan) -> list[int]:
         allowed = anchors if allowed is None else allowed & anchors
     roots = fleet.roots if allowed is None else sorted(allowed)
     providers = fleet.providers
-    return [r for r in roots if _root_ok(providers[r], plan.query)]
+    query = plan.query
+    if not (query.root_required or query.root_forbidden or query.root_any):
+        return iter(roots)
+    return (r for r in roots if _root_ok(providers[r], query))
 
 
 def _suffixed_ok(p: ProviderInfo, group: RequestGroup, tree_root: int | None) -> bool:
@@ -441,6 +445,9 @@ def _distinct_permutations(values: list[int]) -> Iterator[list[int]]:
         a[j + 1 :] = reversed(a[j + 1 :])
 
 
+_new = tuple.__new__
+
+
 def _candidate(
     plan: QueryPlan, root: int, chosen: list[int], allocations: tuple[tuple[int, str, int], ...]
 ) -> Candidate:
@@ -450,15 +457,18 @@ def _candidate(
         ks = plan.slots_of_group[i]
         if len(ks) == 1:
             p = chosen[ks[0]]
-            choices.append(
-                GroupChoice(group.suffix, tuple((p, rc, a) for rc, a in slots[ks[0]].resources), (p,))
-            )
+            resources = slots[ks[0]].resources
+            choices.append(_new(GroupChoice, (
+                group.suffix,
+                tuple([(p, rc, a) for rc, a in resources]) if resources else (),
+                (p,),
+            )))
         else:
             resources = sorted((chosen[k], rc, a) for k in ks for rc, a in slots[k].resources)
             choices.append(
                 GroupChoice(group.suffix, tuple(resources), tuple(sorted({chosen[k] for k in ks})))
             )
-    return Candidate(root, tuple(choices), allocations)
+    return _new(Candidate, (root, tuple(choices), allocations))
 
 
 class RootSearch:

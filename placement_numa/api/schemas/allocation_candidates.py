@@ -100,8 +100,17 @@ def render_candidates(
     with_traits = version >= mv.CANDIDATES_REQUIRED
     with_tree = version >= mv.NESTED_CANDIDATES
     summaries: dict[str, Any] = {}
+    shape = (all_classes, with_traits, with_tree, None if all_classes else frozenset(requested))
+    cache = fleet.summary_cache.get(shape)
+    if cache is None:
+        fleet.summary_cache.clear()  # one response shape cached per snapshot
+        cache = fleet.summary_cache.setdefault(shape, {})
     for index in summary_ids:
         info = providers[index]
+        cached = cache.get(index)
+        if cached is not None:
+            summaries[info.uuid] = cached
+            continue
         summary: dict[str, Any] = {
             "resources": {
                 rc: {"capacity": inv.capacity, "used": inv.used}
@@ -117,4 +126,5 @@ def render_candidates(
             )
             summary["root_provider_uuid"] = providers[info.root].uuid
         summaries[info.uuid] = summary
+        cache[index] = summary
     return {"allocation_requests": requests, "provider_summaries": summaries}
