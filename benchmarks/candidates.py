@@ -217,6 +217,8 @@ def main() -> int:
     parser.add_argument("--db", help="SQLite file (default: a temporary one); an already seeded"
                         " file is reused as is")
     parser.add_argument("--only", nargs="*", help="query names to run")
+    parser.add_argument("--limits", nargs="*", default=["1000", "none"],
+                        help="limits to time (\"none\" = no limit); default: 1000 none")
     args = parser.parse_args()
 
     workdir = tempfile.mkdtemp(prefix="pn-bench-")
@@ -264,7 +266,7 @@ def main() -> int:
             for name, query in QUERIES.items():
                 if args.only and name not in args.only:
                     continue
-                for limit in (1000, None):
+                for limit in [None if x == "none" else int(x) for x in args.limits]:
                     qs = query + (f"&limit={limit}" if limit else "")
                     timings = []
                     count = 0
