@@ -139,3 +139,27 @@ def test_unknown_names_are_400(api: PlacementAPI) -> None:
     assert "No such resource class CUSTOM_NOPE" in r.json()["errors"][0]["detail"]
     r = api.get("/allocation_candidates?resources=VCPU:1&required=CUSTOM_NOPE")
     assert r.status_code == 400 and "No such trait(s): CUSTOM_NOPE." in r.text
+
+
+def test_every_worker_sees_committed_writes(api: PlacementAPI, test_database: Any) -> None:
+    """A second app on the same database (another worker process's engine and snapshot)
+    answers from the state after a write committed through the first one."""
+    from fastapi.testclient import TestClient
+
+    from placement_numa.app import create_app
+    from placement_numa.settings import Settings
+
+    rp = numa_host(api)
+    other_app = create_app(Settings(database_url=test_database.url, auto_migrate=False))
+    try:
+        with TestClient(other_app) as client:
+            other = PlacementAPI(client)
+            query = "/allocation_candidates?resources=DISK_GB:60"
+            assert len(other.get(query).json()["allocation_requests"]) == 1  # snapshot loaded
+            r = api.put(f"/allocations/{uuid.uuid4()}", version="1.28", json={
+                "allocations": {rp["cn1"]: {"resources": {"DISK_GB": 50}}},
+                "project_id": "p", "user_id": "u", "consumer_generation": None})
+            assert r.status_code == 204
+            assert other.get(query).json()["allocation_requests"] == []
+    finally:
+        other_app.state.database.dispose()
