@@ -304,3 +304,40 @@ def test_several_providers_and_generation_field_ignored(api: PlacementAPI) -> No
     body["allocations"][disk] = {"resources": {"DISK_GB": 200}}
     assert api.put(f"/allocations/{consumer.lower()}", json=body).status_code == 409
     assert api.get(f"/allocations/{consumer.lower()}").json() == got
+
+
+# --- The pure capacity rule (no database: runs once) ---
+
+from placement_numa.domain.allocation import (  # noqa: E402
+    InventoryLimits,
+    exceeds_capacity,
+    violates_constraints,
+)
+
+
+@pytest.mark.parametrize(
+    ("limits", "used", "amount", "previous", "expected"),
+    [
+        (InventoryLimits(8, 0, 1, 8, 1, 1.0), 6, 2, None, False),
+        (InventoryLimits(8, 0, 1, 8, 1, 1.0), 6, 3, None, True),
+        (InventoryLimits(8, 2, 1, 8, 1, 1.0), 0, 7, None, True),
+        (InventoryLimits(3, 0, 1, 8, 1, 1.5), 0, 4, None, False),  # int(4.5) == 4
+        (InventoryLimits(3, 0, 1, 8, 1, 1.5), 0, 5, None, True),
+        (InventoryLimits(4, 0, 1, 8, 1, 1.0), 0, 5, 6, False),  # over, but no worse than before
+        (InventoryLimits(4, 0, 1, 8, 1, 1.0), 0, 7, 6, True),
+    ],
+    ids=["fits", "over", "reserved", "ratio-truncated-fits", "ratio-over", "shrinks", "grows"],
+)
+def test_exceeds_capacity(
+    limits: InventoryLimits, used: int, amount: int, previous: int | None, expected: bool
+) -> None:
+    assert exceeds_capacity(limits, used, amount, previous_used=previous) is expected
+
+
+@pytest.mark.parametrize(
+    ("amount", "expected"), [(1, True), (2, False), (6, False), (7, True), (8, True)]
+)
+def test_violates_constraints(amount: int, expected: bool) -> None:
+    limits = InventoryLimits(total=8, reserved=0, min_unit=2, max_unit=6, step_size=2,
+                             allocation_ratio=1.0)
+    assert violates_constraints(limits, amount) is expected

@@ -4,10 +4,10 @@ An allocation is an amount of one resource class that a consumer takes from one 
 provider. A write replaces *all* allocations of each consumer it names (Placement's
 ``replace_all``): its old allocations are subtracted before the new ones are checked.
 
-The capacity rule (Placement's, ``objects/allocation.py::_check_capacity_exceeded``)::
+The capacity rule (Placement's, ``objects/allocation.py::_check_capacity_exceeded``; the capacity
+formula itself lives in ``domain.inventory``)::
 
-    capacity = (total - reserved) * allocation_ratio
-    used + amount <= capacity
+    used + amount <= int((total - reserved) * allocation_ratio)
     min_unit <= amount <= max_unit  and  amount % step_size == 0
 
 Nothing here imports FastAPI or SQLAlchemy.
@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from placement_numa.domain.inventory import capacity as inventory_capacity
 
 __all__ = [
     "UNKNOWN_CONSUMER_TYPE",
@@ -68,9 +70,11 @@ class InventoryLimits:
     allocation_ratio: float
 
 
-def capacity(limits: InventoryLimits) -> float:
-    """``(total - reserved) * allocation_ratio``: how much may be allocated in all."""
-    return (limits.total - limits.reserved) * limits.allocation_ratio
+def capacity(limits: InventoryLimits) -> int:
+    """How much may be allocated in all: ``domain.inventory.capacity`` (Placement's rule,
+    ``int((total - reserved) * allocation_ratio)``; for integer amounts the truncation gives the
+    same answers as Placement's untruncated comparison in its allocation check)."""
+    return inventory_capacity(limits.total, limits.reserved, limits.allocation_ratio)
 
 
 def violates_constraints(limits: InventoryLimits, amount: int) -> bool:
