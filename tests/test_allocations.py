@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from placement_numa.domain.allocation import InventoryLimits, exceeds_capacity, violates_constraints
 from tests.conftest import PlacementAPI
 from tests.factories import provider_with_inventory as seed_provider
 
@@ -308,12 +309,6 @@ def test_several_providers_and_generation_field_ignored(api: PlacementAPI) -> No
 
 # --- The pure capacity rule (no database: runs once) ---
 
-from placement_numa.domain.allocation import (  # noqa: E402
-    InventoryLimits,
-    exceeds_capacity,
-    violates_constraints,
-)
-
 
 @pytest.mark.parametrize(
     ("limits", "used", "amount", "previous", "expected"),
@@ -338,6 +333,7 @@ def test_exceeds_capacity(
     ("amount", "expected"), [(1, True), (2, False), (6, False), (7, True), (8, True)]
 )
 def test_violates_constraints(amount: int, expected: bool) -> None:
-    limits = InventoryLimits(total=8, reserved=0, min_unit=2, max_unit=6, step_size=2,
-                             allocation_ratio=1.0)
+    limits = InventoryLimits(
+        total=8, reserved=0, min_unit=2, max_unit=6, step_size=2, allocation_ratio=1.0
+    )
     assert violates_constraints(limits, amount) is expected
