@@ -337,3 +337,13 @@ def test_violates_constraints(amount: int, expected: bool) -> None:
         total=8, reserved=0, min_unit=2, max_unit=6, step_size=2, allocation_ratio=1.0
     )
     assert violates_constraints(limits, amount) is expected
+
+
+def test_generation_conflict_reported_before_bad_provider(api: PlacementAPI) -> None:
+    """As Placement: the consumer generation is checked before the providers of the body."""
+    rp = seed_provider(api, {"VCPU": {"total": 8}})
+    consumer = _uuid()
+    assert api.put(f"/allocations/{consumer}", json=_body(rp, {"VCPU": 1})).status_code == 204
+    r = api.put(f"/allocations/{consumer}", json=_body(_uuid(), {"VCPU": 1}, gen=7))
+    assert r.status_code == 409
+    assert "consumer generation conflict - expected 1 but got 7" in r.json()["errors"][0]["detail"]

@@ -205,6 +205,23 @@ def _resolve(
     return by_uuid, class_ids
 
 
+def _check_generation(
+    item: ConsumerAllocation, consumer: consumer_repo.ConsumerRow | None
+) -> None:
+    """Raise ``ConcurrentUpdate`` (409) when ``item`` expects another consumer generation."""
+    if not item.check_generation:
+        return
+    if consumer is None and item.consumer_generation is not None:
+        raise ConcurrentUpdate(
+            f"consumer generation conflict - expected null but got {item.consumer_generation}"
+        )
+    if consumer is not None and consumer.generation != item.consumer_generation:
+        raise ConcurrentUpdate(
+            f"consumer generation conflict - expected {consumer.generation} but got"
+            f" {item.consumer_generation}"
+        )
+
+
 def _prepare_consumer(
     conn: Connection, item: ConsumerAllocation
 ) -> consumer_repo.ConsumerRow | None:
@@ -222,11 +239,8 @@ def _prepare_consumer(
         else None
     )
     consumer = consumer_repo.get_by_uuid(conn, item.consumer_uuid)
+    _check_generation(item, consumer)
     if consumer is None:
-        if item.check_generation and item.consumer_generation is not None:
-            raise ConcurrentUpdate(
-                f"consumer generation conflict - expected null but got {item.consumer_generation}"
-            )
         if not item.resources:
             return None
         consumer = consumer_repo.create(
@@ -240,14 +254,10 @@ def _prepare_consumer(
             consumer = consumer_repo.get_by_uuid(conn, item.consumer_uuid)
             if consumer is None or item.check_generation:
                 raise ConcurrentUpdate(
-                    "consumer generation conflict - expected null but got"
-                    f" {consumer.generation if consumer else None}"
+                    "consumer generation conflict - expected"
+                    f" {consumer.generation if consumer else None} but got"
+                    f" {item.consumer_generation}"
                 )
-    elif item.check_generation and consumer.generation != item.consumer_generation:
-        raise ConcurrentUpdate(
-            f"consumer generation conflict - expected {consumer.generation} but got"
-            f" {item.consumer_generation}"
-        )
     consumer_repo.update_owner(
         conn, consumer, project_id=project_id, user_id=user_id, consumer_type_id=type_id
     )
@@ -274,6 +284,8 @@ def replace_allocations(
     not fit. The caller's transaction must be rolled back on any of them.
     """
     items = sorted(consumer_allocations, key=lambda item: item.consumer_uuid)
+    for item in items:  # Placement reports a generation conflict before a bad provider or class
+        _check_generation(item, consumer_repo.get_by_uuid(conn, item.consumer_uuid))
     by_uuid, class_ids = _resolve(conn, items)
     uuids = [item.consumer_uuid for item in items]
 
