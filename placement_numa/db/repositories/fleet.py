@@ -99,11 +99,30 @@ class SqlFleetSource:
         self.database = database
         self._fleet: FleetSnapshot | None = None
         self._lock = threading.Lock()
+        self._local = threading.local()
+
+    def _revision(self) -> int:
+        """Read the revision counter in a fresh transaction. On SQLite (no connection pool)
+        each thread keeps one connection for this, which saves a connect per query."""
+        if self.database.dialect != "sqlite":
+            with self.database.read() as conn:
+                return current_revision(conn)
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = self.database.engine.connect()
+        try:
+            return current_revision(conn)
+        except Exception:
+            self._local.conn = None
+            conn.close()
+            raise
+        finally:
+            if self._local.conn is not None:
+                conn.rollback()  # end the read transaction: the next read sees new commits
 
     def snapshot(self) -> FleetSnapshot:
         """The fleet as of now: the cached snapshot if no write committed since it was loaded."""
-        with self.database.read() as conn:
-            revision = current_revision(conn)
+        revision = self._revision()
         fleet = self._fleet
         if fleet is not None and fleet.revision == revision:
             return fleet
