@@ -37,7 +37,8 @@ Example (NUMA width first, then the anchor's uuid)::
         return (len(cells), fleet.providers[c.anchor].uuid)
 
 Implementations: ``SnapshotEngine`` (``engine/memory.py``) searches an in-memory
-``FleetSnapshot`` obtained from a ``FleetSource``; the SQL source
+``FleetSnapshot`` obtained from a ``FleetSource`` (per root, lazily; look-alike trees replay the
+first one's answer, see ``engine/search.py``); the SQL source
 (``placement_numa.db.repositories.fleet.SqlFleetSource``) reloads it whenever the
 ``placement_revision`` counter moved, so every query sees every write committed before it started.
 """
