@@ -1,6 +1,6 @@
 """What the candidate engine returns: candidates, per-group choices, the result object.
 
-Both are immutable named tuples (cheap to build: the search makes one per candidate).
+Cheap to build: the search makes one per candidate and most are only rendered.
 A ``Candidate`` is one allocation request: for each request group of the query, the providers that
 satisfy it and the amounts taken from each; plus the consolidated allocations (amounts of groups
 landing on the same provider and class summed, as Placement does with ``group_policy=none``).
@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from placement_numa.engine.fleet import FleetSnapshot
 
-__all__ = ["GroupChoice", "Candidate", "CandidateResult"]
+__all__ = ["GroupChoice", "Candidate", "CandidateResult", "Layout"]
 
 # (provider index, resource class, amount)
 Allocation = tuple[int, str, int]
@@ -34,27 +34,84 @@ class GroupChoice(NamedTuple):
     providers: tuple[int, ...]
 
 
-class Candidate(NamedTuple):
-    """One allocation request anchored at the tree whose root is ``anchor`` (a provider index).
+@dataclass(frozen=True)
+class Layout:
+    """How a query's search slots map to its request groups (shared by all its candidates).
 
-    ``groups`` follows ``CandidateQuery.groups``; ``allocations`` is sorted by (provider, class)
-    and sums the amounts of groups sharing a provider.
+    ``suffixes[g]``: suffix of group ``g``; ``slots_of_group[g]``: the slots filling it (one for
+    a suffixed group, one per resource class for the unsuffixed group); ``slot_resources[k]``:
+    ``(resource class, amount)`` pairs of slot ``k``.
     """
 
-    anchor: int
-    groups: tuple[GroupChoice, ...]
-    allocations: tuple[Allocation, ...]
+    suffixes: tuple[str | None, ...]
+    slots_of_group: tuple[tuple[int, ...], ...]
+    slot_resources: tuple[tuple[tuple[str, int], ...], ...]
+
+
+class Candidate:
+    """One allocation request anchored at the tree whose root is ``anchor`` (a provider index).
+
+    * ``chosen[k]``: the provider filling search slot ``k`` (see ``layout``);
+    * ``allocations``: ``(provider, resource class, amount)`` sorted by provider and class, the
+      amounts of groups sharing a provider summed;
+    * ``groups``: one ``GroupChoice`` per request group, in ``CandidateQuery.groups`` order
+      (built on first access: the search makes many candidates and most are only rendered);
+    * ``mappings()``: ``(suffix, sorted provider indices)`` per group, cheaply.
+
+    Immutable by contract (read-only attributes).
+    """
+
+    __slots__ = ("anchor", "chosen", "allocations", "layout", "_groups")
+
+    def __init__(
+        self, anchor: int, chosen: tuple[int, ...], allocations: tuple[Allocation, ...],
+        layout: Layout,
+    ) -> None:
+        self.anchor = anchor
+        self.chosen = chosen
+        self.allocations = allocations
+        self.layout = layout
+        self._groups: tuple[GroupChoice, ...] | None = None
+
+    @property
+    def groups(self) -> tuple[GroupChoice, ...]:
+        groups = self._groups
+        if groups is None:
+            layout, chosen = self.layout, self.chosen
+            built = []
+            for suffix, ks in zip(layout.suffixes, layout.slots_of_group, strict=True):
+                resources = sorted(
+                    (chosen[k], rc, a) for k in ks for rc, a in layout.slot_resources[k]
+                )
+                built.append(
+                    GroupChoice(suffix, tuple(resources), tuple(sorted({chosen[k] for k in ks})))
+                )
+            groups = self._groups = tuple(built)
+        return groups
+
+    def mappings(self) -> list[tuple[str | None, tuple[int, ...]]]:
+        """``(suffix, sorted provider indices)`` per request group."""
+        chosen = self.chosen
+        out = []
+        for suffix, ks in zip(self.layout.suffixes, self.layout.slots_of_group, strict=True):
+            if len(ks) == 1:
+                out.append((suffix, (chosen[ks[0]],)))
+            else:
+                out.append((suffix, tuple(sorted({chosen[k] for k in ks}))))
+        return out
 
     def key(self) -> tuple[object, ...]:
         """Identity as in Placement: the consolidated allocations plus the mappings."""
-        return (self.allocations, tuple((g.suffix, g.providers) for g in self.groups))
+        return (self.allocations, tuple(self.mappings()))
 
     def providers(self) -> set[int]:
         """Every provider in the candidate: those allocated from and resourceless-group ones."""
         used = {a[0] for a in self.allocations}
-        for group in self.groups:
-            used.update(group.providers)
+        used.update(self.chosen)
         return used
+
+    def __repr__(self) -> str:
+        return f"Candidate(anchor={self.anchor}, groups={self.groups!r}, allocations={self.allocations!r})"
 
 
 @dataclass(slots=True)

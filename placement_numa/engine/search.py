@@ -35,7 +35,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from placement_numa.domain.request_groups import CandidateQuery, RequestGroup
-from placement_numa.engine.candidates import Candidate, GroupChoice
+from placement_numa.engine.candidates import Candidate, Layout
 from placement_numa.engine.fleet import FleetSnapshot, ProviderInfo
 
 __all__ = ["QueryPlan", "plan_query", "search_root", "candidate_roots", "RootSearch"]
@@ -75,6 +75,7 @@ class QueryPlan:
     sets_of_group: list[list[int]] = field(default_factory=list)
     isolate: bool = False
     slots_of_group: list[list[int]] = field(default_factory=list)
+    layout: Layout | None = None  # type: ignore[assignment]
 
 
 def plan_query(fleet: FleetSnapshot, query: CandidateQuery) -> QueryPlan:
@@ -133,7 +134,13 @@ def plan_query(fleet: FleetSnapshot, query: CandidateQuery) -> QueryPlan:
     slots_of_group: list[list[int]] = [[] for _ in groups]
     for k, slot in enumerate(slots):
         slots_of_group[slot.group].append(k)
+    layout = Layout(
+        suffixes=tuple(g.suffix for g in groups),
+        slots_of_group=tuple(tuple(ks) for ks in slots_of_group),
+        slot_resources=tuple(slot.resources for slot in slots),
+    )
     return QueryPlan(
+        layout=layout,
         slots_of_group=slots_of_group,
         fleet=fleet,
         query=query,
@@ -445,30 +452,10 @@ def _distinct_permutations(values: list[int]) -> Iterator[list[int]]:
         a[j + 1 :] = reversed(a[j + 1 :])
 
 
-_new = tuple.__new__
-
-
 def _candidate(
     plan: QueryPlan, root: int, chosen: list[int], allocations: tuple[tuple[int, str, int], ...]
 ) -> Candidate:
-    choices = []
-    slots = plan.slots
-    for i, group in enumerate(plan.groups):
-        ks = plan.slots_of_group[i]
-        if len(ks) == 1:
-            p = chosen[ks[0]]
-            resources = slots[ks[0]].resources
-            choices.append(_new(GroupChoice, (
-                group.suffix,
-                tuple([(p, rc, a) for rc, a in resources]) if resources else (),
-                (p,),
-            )))
-        else:
-            resources = sorted((chosen[k], rc, a) for k in ks for rc, a in slots[k].resources)
-            choices.append(
-                GroupChoice(group.suffix, tuple(resources), tuple(sorted({chosen[k] for k in ks})))
-            )
-    return _new(Candidate, (root, tuple(choices), allocations))
+    return Candidate(root, tuple(chosen), allocations, plan.layout)
 
 
 class RootSearch:

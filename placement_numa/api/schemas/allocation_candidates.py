@@ -65,24 +65,37 @@ def render_candidates(
     requests: list[dict[str, Any]] = []
     dict_form = version >= mv.ALLOCATIONS_DICT
     with_mappings = version >= mv.CANDIDATE_MAPPINGS
-    for candidate in result.candidates:
-        per_provider: dict[str, dict[str, int]] = {}
-        for p, rc, amount in candidate.allocations:
-            u = uuids[p]
-            resources = per_provider.get(u)
-            if resources is None:
-                per_provider[u] = {rc: amount}
-            else:
-                resources[rc] = amount
+    candidates = result.candidates
+    if candidates and dict_form:
+        layout = candidates[0].layout
+        single = [(suffix or "", ks[0]) for suffix, ks in
+                  zip(layout.suffixes, layout.slots_of_group, strict=True)]
+        all_single = all(len(ks) == 1 for ks in layout.slots_of_group)
+    for candidate in candidates:
         if dict_form:
-            item: dict[str, Any] = {
-                "allocations": {u: {"resources": r} for u, r in per_provider.items()}
-            }
+            allocations: dict[str, Any] = {}
+            last = -1
+            resources: dict[str, int] = {}
+            for p, rc, amount in candidate.allocations:
+                if p != last:
+                    resources = {}
+                    allocations[uuids[p]] = {"resources": resources}
+                    last = p
+                resources[rc] = amount
+            item: dict[str, Any] = {"allocations": allocations}
             if with_mappings:
-                item["mappings"] = {
-                    g.suffix or "": [uuids[p] for p in g.providers] for g in candidate.groups
-                }
+                if all_single:
+                    chosen = candidate.chosen
+                    item["mappings"] = {label: [uuids[chosen[k]]] for label, k in single}
+                else:
+                    item["mappings"] = {
+                        suffix or "": [uuids[p] for p in used]
+                        for suffix, used in candidate.mappings()
+                    }
         else:
+            per_provider: dict[str, dict[str, int]] = {}
+            for p, rc, amount in candidate.allocations:
+                per_provider.setdefault(uuids[p], {})[rc] = amount
             item = {
                 "allocations": [
                     {"resource_provider": {"uuid": u}, "resources": r}
