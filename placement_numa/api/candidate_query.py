@@ -133,10 +133,16 @@ def parse_candidate_query(
     _check_keys(keys, version)
     last_limit = _last(pairs, "limit")
     if last_limit is not None and not re.match(_LIMIT_PATTERN, last_limit):
-        raise BadRequest(f"{_INVALID}: '{last_limit}' does not match '{_LIMIT_PATTERN}'")
+        raise BadRequest(
+            f"{_INVALID}: '{last_limit}' does not match '{_LIMIT_PATTERN}'  Failed validating"
+            " 'pattern' in schema['properties']['limit']"
+        )
     last_policy = _last(pairs, "group_policy")
     if last_policy is not None and last_policy not in ("none", "isolate"):
-        raise BadRequest(f"{_INVALID}: '{last_policy}' is not one of ['none', 'isolate']")
+        raise BadRequest(
+            f"{_INVALID}: '{last_policy}' is not one of ['none', 'isolate']  Failed validating"
+            " 'enum' in schema['properties']['group_policy']"
+        )
 
     # step 2: request-wide parameters (Placement takes the first limit and group_policy)
     limits = _all(pairs, "limit")
