@@ -114,7 +114,7 @@ def oracle(
             continue
         for choice in itertools.product(range(len(providers)), repeat=len(slots)):
             ok = True
-            for (gi, rc), p in zip(slots, choice):
+            for (gi, rc), p in zip(slots, choice, strict=True):
                 g = query.groups[gi]
                 if rc is None:
                     ok = _suffixed_ok(fleet, g, providers[p], anchor)
@@ -126,7 +126,7 @@ def oracle(
                 continue
             by_group: dict[int, set[int]] = {}
             amounts: dict[tuple[int, str], int] = {}
-            for (gi, rc), p in zip(slots, choice):
+            for (gi, rc), p in zip(slots, choice, strict=True):
                 by_group.setdefault(gi, set()).add(p)
                 g = query.groups[gi]
                 for name, amount in g.resources.items():
@@ -146,7 +146,7 @@ def oracle(
             ):
                 continue
             if query.group_policy == "isolate":
-                used = [p for (gi, rc), p in zip(slots, choice) if rc is None]
+                used = [p for (gi, rc), p in zip(slots, choice, strict=True) if rc is None]
                 if len(set(used)) != len(used):
                     continue
             index = {g.suffix: gi for gi, g in enumerate(query.groups)}

@@ -213,7 +213,7 @@ def test_bad_input_changes_nothing(api: PlacementAPI) -> None:
     r = api.put(f"/allocations/{consumer}", content=b"{}", headers={"content-type": "text/plain"})
     assert r.status_code == 415
     # None of it left a trace: the consumer can still be created from null.
-    assert api.get(f"/usages?project_id=proj").json() == {"usages": {}}
+    assert api.get("/usages?project_id=proj").json() == {"usages": {}}
     assert api.put(f"/allocations/{consumer}", json=_body(rp, {"VCPU": 1})).status_code == 204
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+
 from placement_numa.app import prepare_database
 from placement_numa.settings import Settings
 from tests.backends import BACKENDS, TestDatabase, create_database, drop_database, in_ci

@@ -33,7 +33,7 @@ def distance_path(root_uuid: str) -> str:
 def matrix_document(tree: DesiredTree) -> dict[str, dict[str, int]]:
     """``{"<cell id>": {"<cell id>": distance}}`` of the tree's cells."""
     ids = [str(cell_id) for cell_id in tree.cell_ids]
-    return {a: dict(zip(ids, row)) for a, row in zip(ids, tree.distances)}
+    return {a: dict(zip(ids, row, strict=False)) for a, row in zip(ids, tree.distances, strict=False)}
 
 
 def _normalised(distances: Any) -> dict[str, dict[str, int]]:

@@ -15,11 +15,10 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
 from starlette.routing import Match
 
 from placement_numa.api import microversion as mv
-from starlette.responses import Response
-
 from placement_numa.api.responses import error_payload
 from placement_numa.errors import (
     BadRequest,

@@ -43,7 +43,7 @@ class Microversion:
         return (self.major, self.minor) < (other.major, other.minor)
 
     @classmethod
-    def parse(cls, text: str) -> "Microversion":
+    def parse(cls, text: str) -> Microversion:
         """Parse ``"1.39"``; raises ``ValueError`` on anything else."""
         match = re.fullmatch(r"(\d+)\.(\d+)", text.strip())
         if match is None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import format_datetime
 from html import escape
 from typing import Any
@@ -50,10 +50,10 @@ class PlacementJSONResponse(JSONResponse):
 
 def http_date(moment: datetime | None) -> str:
     """Format ``moment`` (naive = UTC) as an RFC 7231 date for ``last-modified``."""
-    moment = moment or datetime.now(timezone.utc)
+    moment = moment or datetime.now(UTC)
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return format_datetime(moment.astimezone(timezone.utc), usegmt=True)
+        moment = moment.replace(tzinfo=UTC)
+    return format_datetime(moment.astimezone(UTC), usegmt=True)
 
 
 def json_response(

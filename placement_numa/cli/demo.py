@@ -178,7 +178,7 @@ def load_host(send: Send, host: HostShape) -> dict[str, Any]:
         matrix = {str(a): {str(b): d for b, d in row.items()} for a, row in host.distances.items()}
         _call(send, "PUT", f"/resource_providers/{root}/numa_distances",
               {"generation": None, "distances": matrix})
-    for n, (cell_id, pcpu, vcpu, memory_mb) in enumerate(host.used):
+    for cell_id, pcpu, vcpu, memory_mb in host.used:
         resources: dict[str, dict[str, dict[str, int]]] = {}
         cpu_used = {rc: v for rc, v in (("PCPU", pcpu), ("VCPU", vcpu)) if v}
         if cpu_used:

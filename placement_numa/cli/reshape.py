@@ -194,7 +194,8 @@ def _apply_distances(client: httpx.Client, plan: Plan) -> None:
     if plan.distances is None:
         return
     ids = [str(i) for i in plan.distances["cells"]]
-    matrix = {a: {b: value for b, value in zip(ids, row)} for a, row in zip(ids, plan.distances["distances"])}
+    matrix = {a: {b: value for b, value in zip(ids, row, strict=False)}
+        for a, row in zip(ids, plan.distances["distances"], strict=False)}
     generation = current.json()["generation"] if known else None
     _check(client.put(path, json={"generation": generation, "distances": matrix}), 200)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from sqlalchemy import insert, select
 from sqlalchemy.engine import Connection
@@ -19,7 +19,7 @@ def sync_standard_names(conn: Connection) -> tuple[int, int]:
     Standard resource class ids are their index in os-resource-classes (as in Placement). Runs in
     the caller's transaction; existing rows are never changed or removed.
     """
-    now = datetime.now(timezone.utc).replace(tzinfo=None)
+    now = datetime.now(UTC).replace(tzinfo=None)
     have_traits = set(conn.scalars(select(traits.c.name)))
     new_traits = [n for n in standard_traits() if n not in have_traits]
     if new_traits:

@@ -120,7 +120,7 @@ def _place_greedy(
                         free[i][slot] -= amount
                 break
         else:
-            for i, piece_done in zip(chosen, item.pieces):
+            for i, piece_done in zip(chosen, item.pieces, strict=False):
                 for slot, amount in piece_done.items():
                     if amount:
                         free[i][slot] += amount
@@ -192,7 +192,7 @@ def fit(
         result = searched
     by_consumer = {it.consumer: it for it in items}
     return {
-        consumer: [(bins[i].cell_id, piece) for i, piece in zip(cells, by_consumer[consumer].pieces)]
+        consumer: [(bins[i].cell_id, piece) for i, piece in zip(cells, by_consumer[consumer].pieces, strict=False)]
         for consumer, cells in result.items()
     }
 

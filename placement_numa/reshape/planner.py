@@ -39,7 +39,6 @@ from placement_numa.reshape.model import (
     cell_provider_name,
     child_uuid,
     page_provider_name,
-    page_size_from_traits,
     page_size_trait,
 )
 from placement_numa.reshape.plan import GENERATION_AFTER_CREATE, NewProvider, Plan
@@ -252,7 +251,9 @@ def _item(consumer: ConsumerState, topology: Topology, root: ProviderState) -> I
                 consumer=consumer.uuid,
                 lacking={"MEMORY_MB": step - amount % step},
             )
-        for piece, part in zip(pieces, _split(amount, nodes, step if rc == "MEMORY_MB" else 1)):
+        for piece, part in zip(
+            pieces, _split(amount, nodes, step if rc == "MEMORY_MB" else 1), strict=False
+        ):
             piece[slot] = part
     return Item(consumer.uuid, tuple(pieces))
 

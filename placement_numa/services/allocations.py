@@ -82,7 +82,7 @@ def is_deadlock(exc: DBAPIError) -> bool:
     orig = exc.orig
     if getattr(orig, "sqlstate", None) == "40P01":  # psycopg 3
         return True
-    args = getattr(orig, "args", ())
+    args: tuple[object, ...] = getattr(orig, "args", ())
     return bool(args) and args[0] == 1213
 
 

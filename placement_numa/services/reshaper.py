@@ -31,9 +31,9 @@ from placement_numa.db.database import Database
 from placement_numa.db.repositories import allocations as allocation_repo
 from placement_numa.db.repositories import consumers as consumer_repo
 from placement_numa.db.repositories import host_trees, names, providers
+from placement_numa.db.repositories import inventories as inventory_repo
 from placement_numa.db.repositories import numa_distances as distance_repo
 from placement_numa.db.repositories import traits as trait_repo
-from placement_numa.db.repositories import inventories as inventory_repo
 from placement_numa.db.repositories.providers import ProviderRow
 from placement_numa.domain.allocation import ConsumerAllocation
 from placement_numa.domain.inventory import InventoryFields, check_capacity
@@ -151,11 +151,11 @@ def apply_reshape(
 
     # Step 4: the final inventories.
     for uuid, wanted in inventories.items():
-        provider = providers.get_by_uuid(conn, uuid)
-        assert provider is not None
-        providers.increment_generation(conn, provider)
+        reread = providers.get_by_uuid(conn, uuid)
+        assert reread is not None
+        providers.increment_generation(conn, reread)
         try:
-            inventory_repo.replace_inventories(conn, provider, dict(wanted.inventories))
+            inventory_repo.replace_inventories(conn, reread, dict(wanted.inventories))
         except InventoryInUse as exc:
             raise InventoryInUse(f"update conflict: {exc.detail}") from None
 
@@ -316,7 +316,8 @@ def apply_plan(
                 providers.delete_provider(conn, child.id)
         elif planned.distances is not None:
             ids = list(planned.distances["cells"])
-            raw = {a: dict(zip(ids, row)) for a, row in zip(ids, planned.distances["distances"])}
+            raw = {a: dict(zip(ids, row, strict=False))
+                for a, row in zip(ids, planned.distances["distances"], strict=False)}
             cells = [cell_id_from_name(c.name) for c in distance_repo.numa_cells(conn, [root.id])]
             matrix = validate_matrix(raw, [c for c in cells if c is not None])
             if current is None:

@@ -29,7 +29,11 @@ from placement_numa.api.deps import (
     validate,
 )
 from placement_numa.api.responses import http_date, json_response, no_content
-from placement_numa.api.schemas.traits import CUSTOM_TRAIT_PROBLEM, CustomTraitName, ProviderTraitsBody
+from placement_numa.api.schemas.traits import (
+    CUSTOM_TRAIT_PROBLEM,
+    CustomTraitName,
+    ProviderTraitsBody,
+)
 from placement_numa.db.repositories.traits import TraitRow
 from placement_numa.errors import BadRequest
 from placement_numa.services import traits as service

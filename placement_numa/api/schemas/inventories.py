@@ -14,7 +14,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictFloat, StrictInt, StringConstraints
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    StringConstraints,
+)
 
 from placement_numa.domain.inventory import MAX_FLOAT, MAX_INT, InventoryFields
 
