@@ -4,7 +4,9 @@ Interface (what routers and the NUMA layer use; nothing about SQL or caching lea
 
     class CandidateEngine(Protocol):
         def search(self, query: CandidateQuery, *, limit: int | None = None,
-                   rank: RankFn | None = None, nested_aware: bool = True) -> CandidateResult
+                   rank: RankFn | None = None, nested_aware: bool = True,
+                   rank_bound: RankBoundFn | None = None, roots: Collection[str] | None = None,
+                   accept: Callable[[Candidate], bool] | None = None) -> CandidateResult
 
 * ``query``: a ``placement_numa.domain.request_groups.CandidateQuery``;
 * ``limit``: at most this many candidates (``None``: ``query.limit``; both ``None``: all);
@@ -16,7 +18,15 @@ Interface (what routers and the NUMA layer use; nothing about SQL or caching lea
   built with ``randomize=True``, Placement's ``randomize_allocation_candidates``). With it, each
   root's candidates are generated and sorted by key (ties keep the deterministic order), and the
   roots are merged with a heap, stopping at ``limit``; every candidate of every admissible root
-  is ranked, so the cost is the candidates that exist, not the combinations tried.
+  is ranked, so the cost is the candidates that exist, not the combinations tried;
+* ``rank_bound`` (with ``rank``): ``bound(view) -> key``, a lower bound of the rank key of
+  every candidate of one root, computed before searching it (``search.RootView``: the root, its
+  look-alike profile, the plan, lazily the slot options; ``None`` = no candidate). Roots are
+  then searched in ascending ``(bound, root order)``, candidates merged with a heap and yielded
+  once no unsearched root can precede them, so a ranked query with ``limit`` searches only the
+  roots it needs; the answer is identical to the exhaustive merge (``search.bounded_merge``);
+* ``roots``: restrict anchors to these root uuids; ``accept(candidate) -> bool``: a filter
+  applied before ``limit``.
 
 What a rank function can read (``Candidate`` in ``engine/candidates.py``, ``FleetSnapshot`` in
 ``engine/fleet.py``; providers are dense indices):
@@ -54,10 +64,13 @@ from placement_numa.engine.memory import (
     SnapshotEngine,
     StaticFleetSource,
 )
+from placement_numa.engine.search import RankBoundFn, RootView
 
 __all__ = [
     "CandidateEngine",
     "RankFn",
+    "RankBoundFn",
+    "RootView",
     "FleetSource",
     "StaticFleetSource",
     "SnapshotEngine",

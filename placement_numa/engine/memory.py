@@ -11,13 +11,19 @@ from __future__ import annotations
 
 import heapq
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import Any, Protocol
 
 from placement_numa.domain.request_groups import CandidateQuery
 from placement_numa.engine.candidates import Candidate, CandidateResult
 from placement_numa.engine.fleet import FleetSnapshot
-from placement_numa.engine.search import RootSearch, candidate_roots, plan_query
+from placement_numa.engine.search import (
+    RankBoundFn,
+    RootSearch,
+    bounded_merge,
+    candidate_roots,
+    plan_query,
+)
 from placement_numa.errors import BadRequest
 
 __all__ = ["CandidateEngine", "RankFn", "FleetSource", "StaticFleetSource", "SnapshotEngine"]
@@ -35,6 +41,9 @@ class CandidateEngine(Protocol):
         limit: int | None = None,
         rank: RankFn | None = None,
         nested_aware: bool = True,
+        rank_bound: RankBoundFn | None = None,
+        roots: Collection[str] | None = None,
+        accept: Callable[[Candidate], bool] | None = None,
     ) -> CandidateResult: ...
 
 
@@ -68,13 +77,24 @@ class SnapshotEngine:
         limit: int | None = None,
         rank: RankFn | None = None,
         nested_aware: bool = True,
+        rank_bound: RankBoundFn | None = None,
+        roots: Collection[str] | None = None,
+        accept: Callable[[Candidate], bool] | None = None,
     ) -> CandidateResult:
-        """Candidates for ``query``: at most ``limit`` (default ``query.limit``), best first."""
+        """Candidates for ``query``: at most ``limit`` (default ``query.limit``), best first.
+
+        ``rank_bound`` (with ``rank``): search roots lazily in ascending bound order
+        (``search.bounded_merge``; same result as without it). ``roots``: only anchor roots with
+        these uuids. ``accept``: keep only candidates it accepts (applied before ``limit``).
+        """
         fleet = self.source.snapshot()
         check_names(query, fleet)
         if limit is None:
             limit = query.limit
-        stream = self._stream(fleet, query, rank, exclude_nested=not nested_aware and fleet.has_trees)
+        stream = self._stream(
+            fleet, query, rank, exclude_nested=not nested_aware and fleet.has_trees,
+            rank_bound=rank_bound, only_roots=roots, accept=accept,
+        )
         found: list[Candidate] = []
         if limit is None or limit > 0:
             for candidate in stream:
@@ -84,10 +104,21 @@ class SnapshotEngine:
         return CandidateResult(found, fleet)
 
     def _stream(
-        self, fleet: FleetSnapshot, query: CandidateQuery, rank: RankFn | None, *, exclude_nested: bool
+        self,
+        fleet: FleetSnapshot,
+        query: CandidateQuery,
+        rank: RankFn | None,
+        *,
+        exclude_nested: bool,
+        rank_bound: RankBoundFn | None = None,
+        only_roots: Collection[str] | None = None,
+        accept: Callable[[Candidate], bool] | None = None,
     ) -> Iterator[Candidate]:
         plan = plan_query(fleet, query)
         roots: Any = candidate_roots(plan)
+        if only_roots is not None:
+            allowed = {fleet.index_by_uuid.get(u, -1) for u in only_roots}
+            roots = (r for r in roots if r in allowed)
         if self.randomize:
             roots = list(roots)
             random.shuffle(roots)
@@ -113,11 +144,16 @@ class SnapshotEngine:
                     if key in seen:
                         continue
                     seen.add(key)
+                if accept is not None and not accept(candidate):
+                    continue
                 yield candidate
 
         if rank is None:
             for root in roots:
                 yield from per_root(root)
+            return
+        if rank_bound is not None and not self.randomize:
+            yield from bounded_merge(searcher, roots, per_root, rank, rank_bound)
             return
         heap: list[tuple[Any, int, int, Candidate]] = []
         queues: dict[int, Iterator[tuple[Any, int, Candidate]]] = {}

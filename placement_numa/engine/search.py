@@ -31,14 +31,25 @@ single-VF groups over eight children cost the candidates returned, not 8! dead e
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import heapq
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from placement_numa.domain.request_groups import CandidateQuery, RequestGroup
 from placement_numa.engine.candidates import Candidate, Layout
 from placement_numa.engine.fleet import FleetSnapshot, ProviderInfo
 
-__all__ = ["QueryPlan", "plan_query", "search_root", "candidate_roots", "RootSearch"]
+__all__ = [
+    "QueryPlan",
+    "plan_query",
+    "search_root",
+    "candidate_roots",
+    "RootSearch",
+    "RootView",
+    "RankBoundFn",
+    "bounded_merge",
+]
 
 
 def _aggs_ok(aggregates: frozenset[str], member_of: tuple[frozenset[str], ...]) -> bool:
@@ -75,7 +86,7 @@ class QueryPlan:
     sets_of_group: list[list[int]] = field(default_factory=list)
     isolate: bool = False
     slots_of_group: list[list[int]] = field(default_factory=list)
-    layout: Layout | None = None  # type: ignore[assignment]
+    layout: Layout | None = None
 
 
 def plan_query(fleet: FleetSnapshot, query: CandidateQuery) -> QueryPlan:
@@ -455,6 +466,7 @@ def _distinct_permutations(values: list[int]) -> Iterator[list[int]]:
 def _candidate(
     plan: QueryPlan, root: int, chosen: list[int], allocations: tuple[tuple[int, str, int], ...]
 ) -> Candidate:
+    assert plan.layout is not None  # set by plan_query
     return Candidate(root, tuple(chosen), allocations, plan.layout)
 
 
@@ -482,6 +494,7 @@ class RootSearch:
         self.trait_names = frozenset(names)
         self.by_profile = all(t is None for t in plan.in_tree_root)
         self.profile_templates: dict[int, list[tuple[tuple[int, ...], tuple[tuple[int, str, int], ...]]]] = {}
+        self.bound_cache: dict[object, object] = {}  # see RootView.cache
         self.slot_keys = [
             (slot.suffixed, slot.resources, _signature(plan.groups[slot.group]), plan.in_tree_root[slot.group])
             for slot in plan.slots
@@ -584,3 +597,111 @@ def search_root(plan: QueryPlan, root: int) -> Iterator[Candidate]:
     """Every candidate anchored at ``root`` (no template reuse; see ``RootSearch``)."""
     searcher = RootSearch(plan)
     return searcher.candidates(root)
+
+
+class RootView:
+    """What a rank bound (``RankBoundFn``) may read about one anchor root before it is searched.
+
+    * ``root``: the root's index; ``plan``: the ``QueryPlan`` (``plan.slots[k]``: ``.group``,
+      ``.suffixed``, ``.resources``; ``plan.subtree_sets``; ``plan.isolate``; ``plan.groups``);
+    * ``profile``: ``fleet.root_profiles[root]`` when the root's options and candidates depend
+      only on its tree's look (no ``in_tree``, no sharing provider anchored there), else ``None``;
+      two roots with the same profile have the same options position by position;
+    * ``cache``: a dict shared by every view of one search (for per-profile memos);
+    * ``options()``: providers per slot for this root (``None``: some slot has none, so the
+      root has no candidate).
+    """
+
+    __slots__ = ("searcher", "root", "profile")
+
+    def __init__(self, searcher: RootSearch, root: int) -> None:
+        self.searcher = searcher
+        self.root = root
+        fleet = searcher.plan.fleet
+        self.profile: int | None = (
+            fleet.root_profiles[root]
+            if searcher.by_profile and root not in fleet.shared_into
+            else None
+        )
+
+    @property
+    def plan(self) -> QueryPlan:
+        return self.searcher.plan
+
+    @property
+    def fleet(self) -> FleetSnapshot:
+        return self.searcher.plan.fleet
+
+    @property
+    def cache(self) -> dict[object, object]:
+        return self.searcher.bound_cache
+
+    def options(self) -> list[list[int]] | None:
+        return self.searcher.options(self.root)
+
+
+# ``bound(view) -> key``: a lower bound of the rank key of every candidate anchored at
+# ``view.root`` (``None`` only when the root provably has no candidate).
+RankBoundFn = Callable[[RootView], Any]
+RankFnT = Callable[[Candidate, FleetSnapshot], Any]
+
+
+def bounded_merge(
+    searcher: RootSearch,
+    roots: Iterable[int],
+    per_root: Callable[[int], Iterator[Candidate]],
+    rank: RankFnT,
+    bound: RankBoundFn,
+) -> Iterator[Candidate]:
+    """Ranked candidates of ``roots`` in the exhaustive order (rank key, then root order, then
+    each root's depth-first order), searching roots lazily in ascending bound order.
+
+    Every root gets a bound first (cheap, see ``RankBoundFn``); roots are then searched in
+    ``(bound, root order)`` order, each root's candidates sorted by key and merged with a heap;
+    a candidate is yielded once it precedes ``(bound, order)`` of every root not searched yet, so
+    the work follows the roots whose best candidates are returned (design notes, "search per
+    root, best first"). Roots whose candidates may also be found from another anchor (sharing
+    providers, ``fleet.roots_with_sharing``) are all searched first, in root order, so the
+    dedup of ``per_root`` keeps the same copy as the exhaustive merge.
+    """
+    fleet = searcher.plan.fleet
+    sharing_roots = fleet.roots_with_sharing
+    pending: list[tuple[Any, int, int]] = []  # (bound, order, root)
+    shared: list[tuple[int, int]] = []  # (order, root)
+    for order, root in enumerate(roots):
+        if root in sharing_roots:
+            shared.append((order, root))
+            continue
+        key = bound(RootView(searcher, root))
+        if key is not None:
+            pending.append((key, order, root))
+    pending.sort(key=lambda item: (item[0], item[1]))
+    heap: list[tuple[Any, int, int, Candidate]] = []
+    queues: dict[int, Iterator[tuple[Any, int, Candidate]]] = {}
+
+    def expand(order: int, root: int) -> None:
+        ranked = sorted(
+            ((rank(c, fleet), n, c) for n, c in enumerate(per_root(root))),
+            key=lambda item: (item[0], item[1]),
+        )
+        if ranked:
+            queue = iter(ranked)
+            key, n, candidate = next(queue)
+            queues[order] = queue
+            heapq.heappush(heap, (key, order, n, candidate))
+
+    def pop() -> Candidate:
+        _, order, _, candidate = heapq.heappop(heap)
+        following = next(queues[order], None)
+        if following is not None:
+            heapq.heappush(heap, (following[0], order, following[1], following[2]))
+        return candidate
+
+    for order, root in shared:
+        expand(order, root)
+    for key, order, root in pending:
+        while heap and (heap[0][0], heap[0][1]) < (key, order):
+            yield pop()
+        expand(order, root)
+    while heap:
+        yield pop()
