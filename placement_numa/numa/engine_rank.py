@@ -5,7 +5,8 @@ each provider it takes resources from (or maps a group to); their ids come from 
 provider names (``<host>_NUMA<id>``), else from their order under the root. The CPUs it takes on
 each cell (classes ``cpu_classes``) and the free CPUs of every cell of the host feed the spread
 score; the host's SLIT matrix (``distances``) the average distance. See ``ranking`` for the
-order of the rules.
+order of the rules. ``bound`` is the engine's ``rank_bound`` hook: the best key a root can
+offer (``rank_bound.relaxed_best_key``), memoised per look-alike tree, cell ids and distances.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from dataclasses import dataclass, field
 
 from placement_numa.engine.candidates import Candidate
 from placement_numa.engine.fleet import FleetSnapshot
+from placement_numa.engine.search import RootView
+from placement_numa.numa.rank_bound import relaxed_best_key
 from placement_numa.numa.rank_distance import Distances
 from placement_numa.numa.ranking import HostCells, NumaScore, rank_key, score
 
@@ -36,10 +39,21 @@ class CellIndex:
 class NumaRanker:
     """Scores candidates of one query; ``rank`` is the engine hook (smaller key is better)."""
 
-    def __init__(self, index: CellIndex, cpu_classes: tuple[str, ...], *, prefer_closest: bool = True) -> None:
+    def __init__(
+        self,
+        index: CellIndex,
+        cpu_classes: tuple[str, ...],
+        *,
+        prefer_closest: bool = True,
+        distinct: tuple[str, ...] = (),
+    ) -> None:
+        """``distinct``: suffixes of groups that must land on distinct providers (the guest
+        cells' anchors when the caller filters candidates on it); only used by ``bound``."""
         self.index = index
         self.cpu_classes = cpu_classes
         self.prefer_closest = prefer_closest
+        self.distinct = distinct
+        self._shapes: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
         self._hosts: dict[int, tuple[dict[int, int], HostCells]] = {}
         self._cells: dict[int, int | None] = {}
         self._scores: dict[tuple[int, tuple[tuple[int, int], ...]], NumaScore] = {}
@@ -50,13 +64,30 @@ class NumaRanker:
         cached = self._hosts.get(root)
         if cached is not None:
             return cached
-        cells = [i for i in fleet.tree.get(root, []) if HW_NUMA_ROOT in fleet.providers[i].traits]
+        members = fleet.tree.get(root, [])
+        # cell positions and free CPUs are the same for look-alike trees (same profile)
+        profile = fleet.root_profiles.get(root)
+        shape = self._shapes.get(profile) if profile is not None else None
+        if shape is None:
+            providers = fleet.providers
+            positions = tuple(
+                k for k, i in enumerate(members) if HW_NUMA_ROOT in providers[i].traits
+            )
+            frees = tuple(
+                sum(providers[members[k]].free(rc) for rc in self.cpu_classes) for k in positions
+            )
+            shape = (positions, frees)
+            if profile is not None:
+                self._shapes[profile] = shape
+        positions, frees = shape
+        cell_ids, uuids = self.index.cell_ids, fleet.uuids
         ids: dict[int, int] = {}
-        for order, i in enumerate(cells):
-            cell_id = self.index.cell_ids.get(fleet.providers[i].uuid)
-            ids[i] = cell_id if cell_id is not None else order
-        free = {ids[i]: sum(fleet.providers[i].free(rc) for rc in self.cpu_classes) for i in cells}
-        host = HostCells(free, self.index.distances.get(fleet.providers[root].uuid))
+        for order, k in enumerate(positions):
+            cell = members[k]
+            cell_id = cell_ids.get(uuids[cell])
+            ids[cell] = cell_id if cell_id is not None else order
+        free = {ids[members[k]]: f for k, f in zip(positions, frees, strict=True)}
+        host = HostCells(free, self.index.distances.get(uuids[root]))
         self._hosts[root] = (ids, host)
         return ids, host
 
@@ -108,6 +139,53 @@ class NumaRanker:
             key = rank_key(numa, prefer_closest=self.prefer_closest)
             self._keys[id(numa)] = key
         return key
+
+    def bound(self, view: RootView) -> tuple[object, ...] | None:
+        """The engine's ``rank_bound`` hook: a lower bound of the rank key of every candidate
+        anchored at ``view.root`` (the exact best key for ``translate``'s NUMA queries), or
+        ``None`` when the root has no candidate. Memoised per search for roots with the same
+        look-alike profile, cell ids and distance matrix."""
+        fleet, root = view.fleet, view.root
+        ids, host = self._host(fleet, root)
+        # memo: (profile, cell ids) -> [(distance matrix, bound)], matrices compared by value
+        known: list[tuple[Distances | None, tuple[object, ...] | None]] | None = None
+        if view.profile is not None:
+            memo = ("numa-bound", view.profile, tuple(ids.values()))
+            known = view.cache.get(memo)  # type: ignore[assignment]
+            if known is None:
+                known = []
+                view.cache[memo] = known
+            for matrix, found in known:
+                if matrix == host.distances:
+                    return found
+        options = view.options()
+        result: tuple[object, ...] | None = None
+        if options is not None:
+            plan = view.plan
+            distinct = frozenset(
+                i for i, g in enumerate(plan.groups) if g.suffix is not None and g.suffix in self.distinct
+            )
+            cell_set = set(ids)
+            nested = any(a in cell_set for c in ids for a in fleet.ancestors(c)[1:])
+            prefer = self.prefer_closest
+
+            def key_of(used: tuple[tuple[int, int], ...]) -> tuple[object, ...]:
+                return rank_key(score(host, dict(used)), prefer_closest=prefer)
+
+            result = relaxed_best_key(
+                plan,
+                options,
+                fleet=fleet,
+                cell_of=lambda p: self._cell_of(fleet, ids, p),
+                cell_providers=ids,
+                cpu_classes=self.cpu_classes,
+                key_of=key_of,
+                distinct_groups=distinct,
+                nested_cells=nested,
+            )
+        if known is not None:
+            known.append((host.distances, result))
+        return result
 
     def as_hook(self) -> Callable[[Candidate, FleetSnapshot], tuple[object, ...]]:
         return self.rank

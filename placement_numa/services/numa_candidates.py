@@ -9,12 +9,19 @@ fallback candidates on hosts not reshaped yet.
   then the fallback query (``!HW_NON_NUMA,!HW_NUMA_ROOT``) after every NUMA fit;
 * ``query_candidates``: a ready ``CandidateQuery`` (the JSON form of the GET query), ranked.
 
+Ranked searches give the engine the ranker's ``bound`` hook (``NumaRanker.bound``): roots are
+searched in ascending order of the best key they can offer and the search stops once ``limit``
+candidates are known to come first, so the work follows the candidates returned, not those that
+exist. ``exhaustive=True`` runs the previous path (every candidate of every root ranked; KEP-2902
+widths searched host by host); it is kept as the reference the tests compare against.
+
 Reads only (one read connection for the cell names and distance matrices; the engine keeps its
 own fresh snapshot). Raises ``InvalidFlavor`` (400) from the translation.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 
 from placement_numa.db.database import Database
@@ -75,9 +82,47 @@ def _anchors_distinct(candidate: Candidate, anchors: tuple[str, ...]) -> bool:
     return len({p for p in chosen}) == len(chosen)
 
 
+def _ranker(index: CellIndex, numa: NumaQuery, options: NumaOptions) -> NumaRanker:
+    return NumaRanker(
+        index,
+        numa.cpu_classes,
+        prefer_closest=options.prefer_closest,
+        distinct=numa.anchors if numa.filter_anchors else (),
+    )
+
+
+def _search_bounded(
+    engine: CandidateEngine,
+    numa: NumaQuery,
+    ranker: NumaRanker,
+    limit: int | None,
+    roots: Collection[str] | None = None,
+) -> tuple[list[RankedCandidate], FleetSnapshot]:
+    """The first ``limit`` ranked candidates (all with ``None``) of ``numa``'s search query,
+    anchored at ``roots`` (uuids; ``None``: any), guest cells on distinct host cells; roots
+    searched best bound first. Same answer as ``_search``."""
+    query = numa.search_query
+    anchors = numa.anchors
+    result = engine.search(
+        query,
+        limit=limit,
+        rank=ranker.rank,
+        rank_bound=ranker.bound,
+        roots=roots,
+        accept=(lambda c: _anchors_distinct(c, anchors)) if numa.filter_anchors else None,
+    )
+    explain = to_query_string(query)
+    fleet = result.fleet
+    found = [
+        RankedCandidate(c, fleet, ranker.score(c, fleet), explain) for c in result.candidates
+    ]
+    return found, fleet
+
+
 def _search(
     engine: CandidateEngine, numa: NumaQuery, ranker: NumaRanker, limit: int | None
 ) -> list[RankedCandidate]:
+    """The exhaustive reference of ``_search_bounded`` (every candidate ranked)."""
     query = numa.search_query
     result = engine.search(query, limit=None if numa.filter_anchors else limit, rank=ranker.rank)
     explain = to_query_string(query)
@@ -104,6 +149,61 @@ def _in_tree(query: CandidateQuery, root_uuid: str) -> CandidateQuery:
     return replace(query, groups=tuple(replace(g, in_tree=root_uuid) for g in query.groups))
 
 
+def _numa_cells(fleet: FleetSnapshot, root: int) -> list[int]:
+    return [i for i in fleet.tree[root] if "HW_NUMA_ROOT" in fleet.providers[i].traits]
+
+
+def _distributed_bounded(
+    engine: CandidateEngine,
+    flavor: Flavor,
+    image: ImageProperties | None,
+    index: CellIndex,
+    options: NumaOptions,
+) -> list[RankedCandidate]:
+    """KEP-2902 over the fleet, with the answer of ``_distributed``: width 1 over every host;
+    then, for each wider width, the hosts not placed yet that have that many NUMA cells and
+    enough free CPUs in total. Each width is one bounded ranked search (``_search_bounded``)
+    asked only for the candidates still missing, so a wider width is searched only when the
+    narrower ones gave fewer than ``limit`` (and then they gave all theirs, so the placed hosts
+    are known)."""
+    limit = options.limit
+    found: list[RankedCandidate] = []
+    placed: set[str] = set()
+    fleet: FleetSnapshot | None = None
+    cells_of: dict[int, list[int]] = {}
+    for width in widths_to_try(flavor.vcpus, MAX_DISTRIBUTE_CELLS):
+        attempt = translate(flavor, image, cell_count=width)
+        ranker = _ranker(index, attempt, options)
+        remaining = None if limit is None else limit - len(found)
+        if fleet is None:
+            batch, fleet = _search_bounded(engine, attempt, ranker, remaining)
+        else:
+            needed = sum(c.cpu_count for c in attempt.topology.cells) if attempt.topology else 0
+            eligible = []
+            providers = fleet.providers
+            for root in fleet.roots:
+                uuid = providers[root].uuid
+                if uuid in placed:
+                    continue
+                cells = cells_of.get(root)
+                if cells is None:
+                    cells = cells_of[root] = _numa_cells(fleet, root)
+                if len(cells) < width:
+                    continue
+                free = sum(providers[i].free(rc) for i in cells for rc in attempt.cpu_classes)
+                if free >= needed:
+                    eligible.append(uuid)
+            batch = []
+            if eligible:
+                batch, _ = _search_bounded(engine, attempt, ranker, remaining, roots=eligible)
+        for ranked in batch:
+            placed.add(ranked.fleet.providers[ranked.candidate.anchor].uuid)
+        found.extend(batch)
+        if limit is not None and len(found) >= limit:
+            return found[:limit]
+    return found
+
+
 def _distributed(
     engine: CandidateEngine,
     flavor: Flavor,
@@ -114,7 +214,8 @@ def _distributed(
     """KEP-2902 over the fleet: width 1 over every host; then, for each wider width, only the
     hosts not placed yet that have that many NUMA cells and enough free CPUs in total (each
     searched with ``in_tree``), so a host is reported at its narrowest even split only and the
-    search never enumerates wide splits of hosts that already fit narrower. Stops at ``limit``."""
+    search never enumerates wide splits of hosts that already fit narrower. Stops at ``limit``.
+    The exhaustive reference of ``_distributed_bounded``."""
     limit = options.limit
     found: list[RankedCandidate] = []
     placed: set[str] = set()
@@ -155,9 +256,11 @@ def flavor_candidates(
     image: ImageProperties | None,
     options: NumaOptions,
     index: CellIndex | None = None,
+    exhaustive: bool = False,
 ) -> list[RankedCandidate]:
     """Ranked candidates for a Nova flavor (see the module docstring). Raises ``InvalidFlavor``.
-    ``index`` (cell ids, distances, host names) is read from ``database`` unless given."""
+    ``index`` (cell ids, distances, host names) is read from ``database`` unless given;
+    ``exhaustive`` runs the reference path (same answer, slower)."""
     numa = translate(flavor, image)
     limit = options.limit
     index = index if index is not None else _cell_index(database)
@@ -167,10 +270,13 @@ def flavor_candidates(
         return _named([RankedCandidate(c, result.fleet, None, explain) for c in result.candidates], index)
 
     if options.distribute and not numa.topology.fixed_cell_count:
-        found = _distributed(engine, flavor, image, index, options)
-    else:
+        distributed = _distributed if exhaustive else _distributed_bounded
+        found = distributed(engine, flavor, image, index, options)
+    elif exhaustive:
         ranker = NumaRanker(index, numa.cpu_classes, prefer_closest=options.prefer_closest)
         found = _search(engine, numa, ranker, limit)
+    else:
+        found, _ = _search_bounded(engine, numa, _ranker(index, numa, options), limit)
 
     if numa.fallback is not None and (limit is None or len(found) < limit):
         remaining = None if limit is None else limit - len(found)
@@ -181,16 +287,24 @@ def flavor_candidates(
 
 
 def query_candidates(
-    *, database: Database, engine: CandidateEngine, query: CandidateQuery, options: NumaOptions
+    *,
+    database: Database | None,
+    engine: CandidateEngine,
+    query: CandidateQuery,
+    options: NumaOptions,
+    index: CellIndex | None = None,
+    exhaustive: bool = False,
 ) -> list[RankedCandidate]:
     """Ranked candidates for a ready query (the JSON form of the GET query). Candidates on
-    hosts without NUMA cells score width 0 and come first; the query is run as given."""
-    index = _cell_index(database)
+    hosts without NUMA cells score width 0 and come first; the query is run as given (roots
+    searched best bound first unless ``exhaustive``; same answer)."""
+    index = index if index is not None else _cell_index(database)
     classes = tuple(
         rc for rc in ("VCPU", "PCPU") if any(rc in g.resources for g in query.groups)
     ) or ("VCPU", "PCPU")
     ranker = NumaRanker(index, classes, prefer_closest=options.prefer_closest)
-    result = engine.search(query, limit=options.limit, rank=ranker.rank)
+    bound = None if exhaustive else ranker.bound
+    result = engine.search(query, limit=options.limit, rank=ranker.rank, rank_bound=bound)
     explain = to_query_string(query)
     return _named(
         [RankedCandidate(c, result.fleet, ranker.score(c, result.fleet), explain) for c in result.candidates],
