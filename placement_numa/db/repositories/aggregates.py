@@ -9,6 +9,7 @@ from sqlalchemy import delete, insert, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
+from placement_numa.db.repositories.keys import insert_or_find_id
 from placement_numa.db.repositories.providers import utcnow
 from placement_numa.db.tables import placement_aggregates as aggs
 from placement_numa.db.tables import resource_provider_aggregates as rpa
@@ -33,14 +34,7 @@ def ensure_aggregates(conn: Connection, uuids: Iterable[str]) -> dict[str, int]:
     for uuid in wanted:
         if uuid in found:
             continue
-        try:
-            with conn.begin_nested():
-                result = conn.execute(insert(aggs).values(uuid=uuid, created_at=utcnow()))
-                found[uuid] = int(result.inserted_primary_key[0])
-        except IntegrityError:
-            found[uuid] = int(
-                conn.execute(select(aggs.c.id).where(aggs.c.uuid == uuid)).scalar_one()
-            )
+        found[uuid] = insert_or_find_id(conn, aggs, "uuid", uuid, created_at=utcnow())
     return found
 
 

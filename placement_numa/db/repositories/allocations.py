@@ -366,9 +366,9 @@ def replace_allocations(
     generations: dict[str, int] = {}
     bump = {p.id: p for p in by_uuid.values()}
     for provider_id in emptied_provider_ids - set(bump):
-        provider = providers.get_by_id(conn, provider_id)
-        if provider is not None:
-            bump[provider_id] = provider
+        former = providers.get_by_id(conn, provider_id)
+        if former is not None:
+            bump[provider_id] = former
     for provider_id in sorted(bump):
         # Re-read under the row lock: the generation is current, the swap cannot fail.
         provider = providers.get_by_id(conn, provider_id) or bump[provider_id]

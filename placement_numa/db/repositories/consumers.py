@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import Select, delete, insert, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
+from placement_numa.db.repositories.keys import find_or_insert_id
 from placement_numa.db.repositories.providers import utcnow
 from placement_numa.db.tables import allocations, consumer_types, consumers, projects, users
 from placement_numa.errors import ConcurrentUpdate
@@ -44,7 +46,7 @@ class ConsumerRow:
     consumer_type: str | None
 
 
-def _select():  # type: ignore[no-untyped-def]
+def _select() -> Select[Any]:
     return (
         select(
             consumers.c.id,
@@ -97,16 +99,7 @@ def create(
 
 def ensure_consumer_type(conn: Connection, name: str) -> int:
     """The id of consumer type ``name``, creating it on first use (safe against a racing insert)."""
-    table = consumer_types
-    found = conn.execute(select(table.c.id).where(table.c.name == name)).scalar()
-    if found is not None:
-        return int(found)
-    try:
-        with conn.begin_nested():
-            result = conn.execute(insert(table).values(name=name, created_at=utcnow()))
-            return int(result.inserted_primary_key[0])
-    except IntegrityError:
-        return int(conn.execute(select(table.c.id).where(table.c.name == name)).scalar_one())
+    return find_or_insert_id(conn, consumer_types, "name", name, created_at=utcnow())
 
 
 def update_owner(

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sqlalchemy import insert, select
+from sqlalchemy import select
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import IntegrityError
 
+from placement_numa.db.repositories.keys import find_or_insert_id
 from placement_numa.db.repositories.providers import utcnow
 from placement_numa.db.tables import projects, resource_classes, traits, users
 
@@ -53,12 +53,4 @@ def ensure_external_id(conn: Connection, table_name: str, external_id: str) -> i
     """The internal id of project or user ``external_id`` (``table_name`` "projects"|"users"),
     creating the row on first use. Safe against a concurrent insert of the same id."""
     table = {"projects": projects, "users": users}[table_name]
-    found = conn.execute(select(table.c.id).where(table.c.external_id == external_id)).scalar()
-    if found is not None:
-        return int(found)
-    try:
-        with conn.begin_nested():
-            result = conn.execute(insert(table).values(external_id=external_id, created_at=utcnow()))
-            return int(result.inserted_primary_key[0])
-    except IntegrityError:
-        return int(conn.execute(select(table.c.id).where(table.c.external_id == external_id)).scalar_one())
+    return find_or_insert_id(conn, table, "external_id", external_id, created_at=utcnow())

@@ -3,15 +3,16 @@ create / update / delete / filtered-list statements of ``/resource_providers``."
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime, timezone
-
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
 
-from sqlalchemy import BigInteger, and_, delete, func, insert, literal, select, update
+from sqlalchemy import BigInteger, Select, and_, delete, func, insert, literal, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import aliased
 
+from placement_numa.db.repositories.keys import inserted_id
 from placement_numa.db.tables import (
     allocations,
     inventories,
@@ -44,7 +45,7 @@ __all__ = [
 
 def utcnow() -> datetime:
     """Naive UTC now, as stored in ``created_at``/``updated_at``."""
-    return datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)
+    return datetime.now(UTC).replace(tzinfo=None, microsecond=0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +64,7 @@ class ProviderRow:
     updated_at: datetime | None
 
 
-def _select_providers():  # type: ignore[no-untyped-def]
+def _select_providers() -> Select[Any]:
     parent = aliased(rp, name="parent")
     root = aliased(rp, name="root")
     return (
@@ -166,7 +167,7 @@ def insert_provider(
                 updated_at=None,
             )
         )
-        new_id = int(result.inserted_primary_key[0])
+        new_id = inserted_id(result)
         if parent is None:
             conn.execute(update(rp).where(rp.c.id == new_id).values(root_provider_id=new_id))
     created = get_by_id(conn, new_id)

@@ -15,6 +15,7 @@ from sqlalchemy import Select, delete, exists, insert, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
+from placement_numa.db.repositories.keys import inserted_id
 from placement_numa.db.repositories.providers import utcnow
 from placement_numa.db.tables import resource_provider_traits as rpt
 from placement_numa.db.tables import traits
@@ -91,9 +92,7 @@ def ensure(conn: Connection, name: str) -> tuple[TraitRow, bool]:
         found = get_by_name(conn, name)
         assert found is not None
         return found, False
-    key = result.inserted_primary_key
-    assert key is not None
-    return TraitRow(int(key[0]), name, now, None), True
+    return TraitRow(inserted_id(result), name, now, None), True
 
 
 def in_use(conn: Connection, trait_id: int) -> bool:
