@@ -30,10 +30,16 @@ from __future__ import annotations
 import uuid as uuid_lib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from placement_numa.agent.config import HostPolicy
 from placement_numa.agent.sysfs import HostTopology, NumaCell
+from placement_numa.domain.numa_tree import (
+    PAGE_TRAIT_PREFIX,
+    Inventory,
+    cell_provider_name,
+    page_provider_name,
+    page_size_trait,
+)
 
 __all__ = [
     "Inventory",
@@ -41,62 +47,19 @@ __all__ = [
     "DesiredTree",
     "build",
     "provider_uuid",
-    "cell_name",
-    "page_name",
+    "cell_provider_name",
+    "page_provider_name",
     "page_size_trait",
     "is_agent_trait",
     "ROOT_CLASSES",
 ]
 
 _NAMESPACE = uuid_lib.UUID("0d4f3c1e-7a52-4b8e-9c61-5e2a4b7d8f10")
-PAGE_TRAIT_PREFIX = "CUSTOM_MEMORY_PAGE_SIZE_"
 AGENT_TRAITS = frozenset(
     {"HW_NUMA_ROOT", "HW_CPU_HYPERTHREADING", "MEMORY_PAGE_SIZE_SMALL", "MEMORY_PAGE_SIZE_LARGE"}
 )
 # Classes the agent reports on the root, or that a flat compute node carries there.
 ROOT_CLASSES = frozenset({"DISK_GB", "VCPU", "PCPU", "MEMORY_MB"})
-
-
-@dataclass(frozen=True)
-class Inventory:
-    """One inventory record in Placement's terms; ``max_unit`` None means ``total``."""
-
-    total: int
-    reserved: int = 0
-    min_unit: int = 1
-    max_unit: int | None = None
-    step_size: int = 1
-    allocation_ratio: float = 1.0
-
-    def as_dict(self) -> dict[str, Any]:
-        """Placement's inventory JSON (without the generation)."""
-        return {
-            "total": self.total,
-            "reserved": self.reserved,
-            "min_unit": self.min_unit,
-            "max_unit": self.total if self.max_unit is None else self.max_unit,
-            "step_size": self.step_size,
-            "allocation_ratio": self.allocation_ratio,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Inventory:
-        """From Placement's inventory JSON; missing fields take Placement's defaults."""
-        total = int(data["total"])
-        return cls(
-            total=total,
-            reserved=int(data.get("reserved", 0)),
-            min_unit=int(data.get("min_unit", 1)),
-            max_unit=int(data.get("max_unit", total)),
-            step_size=int(data.get("step_size", 1)),
-            allocation_ratio=float(data.get("allocation_ratio", 1.0)),
-        )
-
-    def same_as(self, other: Inventory) -> bool:
-        """Equal as Placement stores them (ratios compared to 1e-6, max_unit resolved)."""
-        mine, theirs = self.as_dict(), other.as_dict()
-        ratio_close = abs(mine.pop("allocation_ratio") - theirs.pop("allocation_ratio")) < 1e-6
-        return ratio_close and mine == theirs
 
 
 @dataclass(frozen=True)
@@ -138,21 +101,6 @@ class DesiredTree:
 def provider_uuid(hostname: str, path: str) -> str:
     """The deterministic uuid of the provider at ``path`` of ``hostname``'s tree (uuid5)."""
     return str(uuid_lib.uuid5(_NAMESPACE, f"{hostname}/{path}"))
-
-
-def cell_name(hostname: str, cell_id: int) -> str:
-    """``<hostname>_NUMA<id>`` (Nova spec naming of NUMA cell providers)."""
-    return f"{hostname}_NUMA{cell_id}"
-
-
-def page_name(hostname: str, cell_id: int, page_size_kb: int) -> str:
-    """``<hostname>_NUMA<id>_PAGE_<KiB>KB``."""
-    return f"{cell_name(hostname, cell_id)}_PAGE_{page_size_kb}KB"
-
-
-def page_size_trait(page_size_kb: int) -> str:
-    """``CUSTOM_MEMORY_PAGE_SIZE_<KiB>`` (Nova spec)."""
-    return f"{PAGE_TRAIT_PREFIX}{page_size_kb}"
 
 
 def is_agent_trait(trait: str) -> bool:
@@ -211,7 +159,7 @@ def _page_providers(
         pages.append(
             DesiredProvider(
                 path=path,
-                name=page_name(policy.hostname, cell.id, size_kb),
+                name=page_provider_name(policy.hostname, cell.id, size_kb),
                 uuid=provider_uuid(policy.hostname, path),
                 parent_path=parent,
                 inventories=inventories,
@@ -268,7 +216,7 @@ def build(host: HostTopology, policy: HostPolicy) -> DesiredTree:
         providers.append(
             DesiredProvider(
                 path=path,
-                name=cell_name(hostname, cell.id),
+                name=cell_provider_name(hostname, cell.id),
                 uuid=provider_uuid(hostname, path),
                 parent_path="",
                 inventories=inventories,

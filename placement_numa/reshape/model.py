@@ -19,7 +19,17 @@ from __future__ import annotations
 import uuid as uuid_lib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+
+from placement_numa.domain.numa_tree import (
+    HW_NUMA_ROOT,
+    PAGE_SIZE_LARGE,
+    PAGE_SIZE_SMALL,
+    Inventory,
+    cell_provider_name,
+    page_provider_name,
+    page_size_from_traits,
+    page_size_trait,
+)
 
 __all__ = [
     "NUMA_CLASSES",
@@ -41,54 +51,9 @@ __all__ = [
 CPU_CLASSES: tuple[str, ...] = ("PCPU", "VCPU")
 # Resource classes that move from the compute node to its NUMA cells and page sizes.
 NUMA_CLASSES: tuple[str, ...] = ("PCPU", "VCPU", "MEMORY_MB")
-HW_NUMA_ROOT = "HW_NUMA_ROOT"
-PAGE_SIZE_SMALL = "MEMORY_PAGE_SIZE_SMALL"
-PAGE_SIZE_LARGE = "MEMORY_PAGE_SIZE_LARGE"
-_PAGE_TRAIT_PREFIX = "CUSTOM_MEMORY_PAGE_SIZE_"
 # Namespace of the uuids of planned child providers (uuid5 of root uuid and name), so a plan is
 # reproducible: planning twice gives the same body.
 _CHILD_NAMESPACE = uuid_lib.UUID("6f1f5a7e-2b0c-4f43-9d35-4c1f6a0e9b21")
-
-
-@dataclass(frozen=True)
-class Inventory:
-    """One inventory record as Placement shows it (amounts in the class's units)."""
-
-    total: int
-    reserved: int = 0
-    min_unit: int = 1
-    max_unit: int | None = None  # None: total
-    step_size: int = 1
-    allocation_ratio: float = 1.0
-
-    @property
-    def capacity(self) -> int:
-        """``(total - reserved) * allocation_ratio``, rounded down as Placement does."""
-        return int((self.total - self.reserved) * self.allocation_ratio)
-
-    def as_dict(self) -> dict[str, Any]:
-        """Placement's inventory JSON (without the generation)."""
-        return {
-            "total": self.total,
-            "reserved": self.reserved,
-            "min_unit": self.min_unit,
-            "max_unit": self.total if self.max_unit is None else self.max_unit,
-            "step_size": self.step_size,
-            "allocation_ratio": self.allocation_ratio,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Inventory:
-        """From Placement's inventory JSON (missing fields take Placement's defaults)."""
-        total = int(data["total"])
-        return cls(
-            total=total,
-            reserved=int(data.get("reserved", 0)),
-            min_unit=int(data.get("min_unit", 1)),
-            max_unit=int(data.get("max_unit", total)),
-            step_size=int(data.get("step_size", 1)),
-            allocation_ratio=float(data.get("allocation_ratio", 1.0)),
-        )
 
 
 @dataclass(frozen=True)
@@ -147,29 +112,6 @@ class HostState:
     def cells(self) -> list[ProviderState]:
         """The NUMA cell providers (children of the root with ``HW_NUMA_ROOT``), by name."""
         return [p for p in self.children_of(self.root.uuid) if HW_NUMA_ROOT in p.traits]
-
-
-def cell_provider_name(host: str, cell_id: int) -> str:
-    """``<host>_NUMA<id>`` (Nova spec naming convention for NUMA cell providers)."""
-    return f"{host}_NUMA{cell_id}"
-
-
-def page_provider_name(host: str, cell_id: int, page_size_kb: int) -> str:
-    """``<host>_NUMA<id>_PAGE_<KiB>KB`` (the spec leaves page-size provider names open)."""
-    return f"{cell_provider_name(host, cell_id)}_PAGE_{page_size_kb}KB"
-
-
-def page_size_trait(page_size_kb: int) -> str:
-    """``CUSTOM_MEMORY_PAGE_SIZE_<KiB>`` (Nova spec)."""
-    return f"{_PAGE_TRAIT_PREFIX}{page_size_kb}"
-
-
-def page_size_from_traits(traits: frozenset[str]) -> int | None:
-    """The page size in KiB named by a ``CUSTOM_MEMORY_PAGE_SIZE_<KiB>`` trait, if any."""
-    for trait in traits:
-        if trait.startswith(_PAGE_TRAIT_PREFIX) and trait[len(_PAGE_TRAIT_PREFIX) :].isdigit():
-            return int(trait[len(_PAGE_TRAIT_PREFIX) :])
-    return None
 
 
 def child_uuid(root_uuid: str, name: str) -> str:

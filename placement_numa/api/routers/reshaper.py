@@ -19,7 +19,14 @@ from typing import Any
 from fastapi import APIRouter, Depends, Response
 
 from placement_numa.api import microversion as mv
-from placement_numa.api.deps import DatabaseDep, JsonBody, VersionDep, body_doc, require_version, validate
+from placement_numa.api.deps import (
+    DatabaseDep,
+    JsonBody,
+    VersionDep,
+    body_doc,
+    require_version,
+    validate,
+)
 from placement_numa.api.responses import json_response, no_content
 from placement_numa.api.schemas import reshaper as schemas
 from placement_numa.domain.allocation import INCOMPLETE_CONSUMER_ID, ConsumerAllocation
@@ -68,14 +75,30 @@ def post_reshaper(version: VersionDep, database: DatabaseDep, body: JsonBody) ->
     return no_content()
 
 
+_PLAN_REQUEST_DOC = {
+    **body_doc(schemas.ReshapePlanRequest, "The compute node, the direction and the target topology."),
+    "x-placement-numa-extension": True,
+}
+
+
+def _plan_request(body: Any) -> dict[str, Any]:
+    """The keyword arguments of ``service.plan``/``service.apply_plan`` from a plan request body
+    (``ReshapePlanRequest``); raises ``BadRequest`` (400) for an invalid body."""
+    request = validate(schemas.ReshapePlanRequest, body)
+    return {
+        "host": request.host,
+        "root_uuid": request.root_provider_uuid,
+        "direction": request.direction,
+        "topology": request.topology,
+        "policy": request.policy,
+    }
+
+
 @router.post(
     "/reshaper/plan",
     summary="Plan a NUMA reshape of a compute node (extension)",
     dependencies=[Depends(require_version(mv.RESHAPER))],
-    openapi_extra={
-        **body_doc(schemas.ReshapePlanRequest, "The compute node, the direction and the target topology."),
-        "x-placement-numa-extension": True,
-    },
+    openapi_extra=_PLAN_REQUEST_DOC,
     responses={
         200: {"description": "The plan: providers to create or delete, the POST /reshaper body, a summary"},
         404: {"description": "No such compute node"},
@@ -88,15 +111,7 @@ def post_reshaper_plan(version: VersionDep, database: DatabaseDep, body: JsonBod
     Apply it by creating ``create_providers`` (with their traits), then ``POST /reshaper`` with
     ``reshaper`` at ``microversion`` (generations re-read), then deleting ``delete_providers``.
     """
-    request = validate(schemas.ReshapePlanRequest, body)
-    planned = service.plan(
-        database=database,
-        host=request.host,
-        root_uuid=request.root_provider_uuid,
-        direction=request.direction,
-        topology=request.topology,
-        policy=request.policy,
-    )
+    planned = service.plan(database=database, **_plan_request(body))
     return json_response(planned.as_dict(), version, cache=False)
 
 
@@ -104,10 +119,7 @@ def post_reshaper_plan(version: VersionDep, database: DatabaseDep, body: JsonBod
     "/reshaper/apply",
     summary="Plan and apply a NUMA reshape of a compute node atomically (extension)",
     dependencies=[Depends(require_version(mv.RESHAPER))],
-    openapi_extra={
-        **body_doc(schemas.ReshapePlanRequest, "The compute node, the direction and the target topology."),
-        "x-placement-numa-extension": True,
-    },
+    openapi_extra=_PLAN_REQUEST_DOC,
     responses={
         200: {"description": "The plan that was applied"},
         404: {"description": "No such compute node"},
@@ -117,13 +129,5 @@ def post_reshaper_plan(version: VersionDep, database: DatabaseDep, body: JsonBod
 def post_reshaper_apply(version: VersionDep, database: DatabaseDep, body: JsonBody) -> Response:
     """Plan and apply in one transaction: the providers of ``create_providers`` with their
     traits, the ``reshaper`` body, the distance matrix; to flat, the emptied children deleted."""
-    request = validate(schemas.ReshapePlanRequest, body)
-    applied = service.apply_plan(
-        database=database,
-        host=request.host,
-        root_uuid=request.root_provider_uuid,
-        direction=request.direction,
-        topology=request.topology,
-        policy=request.policy,
-    )
+    applied = service.apply_plan(database=database, **_plan_request(body))
     return json_response(applied.as_dict(), version, cache=False)
