@@ -153,7 +153,9 @@ class PlacementClient:
     def get_provider(self, uuid: str) -> ProviderRecord | None:
         """The provider ``uuid``, or None when it does not exist."""
         try:
-            return ProviderRecord.from_json(self._request("GET", f"/resource_providers/{uuid}").json())
+            return ProviderRecord.from_json(
+                self._request("GET", f"/resource_providers/{uuid}").json()
+            )
         except NotFoundError:
             return None
 
@@ -167,12 +169,16 @@ class PlacementClient:
         body: dict[str, Any] = {"name": name, "uuid": uuid}
         if parent_uuid is not None:
             body["parent_provider_uuid"] = parent_uuid
-        return ProviderRecord.from_json(self._request("POST", "/resource_providers", json=body).json())
+        return ProviderRecord.from_json(
+            self._request("POST", "/resource_providers", json=body).json()
+        )
 
     def update_provider(self, *, uuid: str, name: str, parent_uuid: str | None) -> ProviderRecord:
         """PUT /resource_providers/{uuid}: rename or re-parent (1.37)."""
         body = {"name": name, "parent_provider_uuid": parent_uuid}
-        return ProviderRecord.from_json(self._request("PUT", f"/resource_providers/{uuid}", json=body).json())
+        return ProviderRecord.from_json(
+            self._request("PUT", f"/resource_providers/{uuid}", json=body).json()
+        )
 
     def delete_provider(self, uuid: str) -> None:
         """DELETE /resource_providers/{uuid} (409 when it has allocations or children)."""
@@ -186,7 +192,9 @@ class PlacementClient:
         inventories = {rc: Inventory.from_dict(inv) for rc, inv in data["inventories"].items()}
         return int(data["resource_provider_generation"]), inventories
 
-    def put_inventories(self, uuid: str, generation: int, inventories: Mapping[str, Inventory]) -> int:
+    def put_inventories(
+        self, uuid: str, generation: int, inventories: Mapping[str, Inventory]
+    ) -> int:
         """Replace all inventories (generation-checked); the new generation."""
         body = {
             "resource_provider_generation": generation,
@@ -236,7 +244,13 @@ class PlacementClient:
         return response.status_code, (response.json() if response.content else None)
 
     def send_json(
-        self, method: str, path: str, body: Any, *, ok: Iterable[int] = (200,), version: str | None = None
+        self,
+        method: str,
+        path: str,
+        body: Any,
+        *,
+        ok: Iterable[int] = (200,),
+        version: str | None = None,
     ) -> tuple[int, Any]:
         """``method`` ``path`` with a JSON body (at ``version`` when given, else 1.39);
         ``(status, JSON body or None)``."""

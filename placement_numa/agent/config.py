@@ -75,7 +75,9 @@ class AgentSettings(BaseSettings):
         default_factory=socket.gethostname,
         description="Name of the compute node root provider (cells are <hostname>_NUMA<id>).",
     )
-    placement_url: str = Field(default="http://127.0.0.1:8778", description="Placement API endpoint.")
+    placement_url: str = Field(
+        default="http://127.0.0.1:8778", description="Placement API endpoint."
+    )
     token: str = Field(default="admin", description="Sent as x-auth-token.")
     timeout: float = Field(default=30.0, gt=0, description="HTTP timeout, seconds.")
     sysfs_root: Path = Field(default=Path("/sys"), description="Where sysfs is mounted.")
@@ -94,7 +96,9 @@ class AgentSettings(BaseSettings):
     ram_allocation_ratio: float = Field(default=1.0, gt=0)
     disk_allocation_ratio: float = Field(default=1.0, gt=0)
     disk_gb: int | None = Field(
-        default=None, ge=0, description="DISK_GB total; the size of instances_path's filesystem when unset."
+        default=None,
+        ge=0,
+        description="DISK_GB total; the size of instances_path's filesystem when unset.",
     )
     instances_path: Path = Field(
         default=Path("/"), description="Filesystem measured for DISK_GB when disk_gb is unset."
@@ -158,7 +162,9 @@ class AgentSettings(BaseSettings):
             try:
                 disk_gb = shutil.disk_usage(self.instances_path).total // 1024**3
             except OSError as exc:
-                problems.append(f"cannot measure disk at instances_path={self.instances_path}: {exc}")
+                problems.append(
+                    f"cannot measure disk at instances_path={self.instances_path}: {exc}"
+                )
                 disk_gb = 0
         if problems:
             raise AgentConfigError(problems)

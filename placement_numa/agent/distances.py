@@ -33,7 +33,9 @@ def distance_path(root_uuid: str) -> str:
 def matrix_document(tree: DesiredTree) -> dict[str, dict[str, int]]:
     """``{"<cell id>": {"<cell id>": distance}}`` of the tree's cells."""
     ids = [str(cell_id) for cell_id in tree.cell_ids]
-    return {a: dict(zip(ids, row, strict=False)) for a, row in zip(ids, tree.distances, strict=False)}
+    return {
+        a: dict(zip(ids, row, strict=False)) for a, row in zip(ids, tree.distances, strict=False)
+    }
 
 
 def _normalised(distances: Any) -> dict[str, dict[str, int]]:
@@ -50,7 +52,12 @@ def _error_code(body: Any) -> str:
 
 
 def sync_distances(
-    client: PlacementClient, tree: DesiredTree, uuids: Mapping[str, str], report: SyncReport, *, max_retries: int = 3
+    client: PlacementClient,
+    tree: DesiredTree,
+    uuids: Mapping[str, str],
+    report: SyncReport,
+    *,
+    max_retries: int = 3,
 ) -> None:
     """Write the tree's distance matrix on its compute node when it differs (see module doc)."""
     path = distance_path(uuids[tree.root.path])

@@ -68,7 +68,9 @@ def apply_plan(client: PlacementClient, plan: dict[str, Any], report: SyncReport
     generations: dict[str, int] = {}
     for new in plan.get("create_providers", []):
         if client.get_provider(new["uuid"]) is None:
-            client.create_provider(name=new["name"], uuid=new["uuid"], parent_uuid=new["parent_provider_uuid"])
+            client.create_provider(
+                name=new["name"], uuid=new["uuid"], parent_uuid=new["parent_provider_uuid"]
+            )
             report.change(f"reshape: created provider {new['name']} ({new['uuid']})")
         generation, traits = client.get_traits(new["uuid"])
         wanted = set(traits) | set(new.get("traits", []))

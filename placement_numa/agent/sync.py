@@ -89,7 +89,9 @@ def _retrying(action: Callable[[], T], what: str, max_retries: int) -> T:
     raise AssertionError("unreachable")
 
 
-def _describe_inventory_change(current: Mapping[str, Inventory], wanted: Mapping[str, Inventory]) -> str:
+def _describe_inventory_change(
+    current: Mapping[str, Inventory], wanted: Mapping[str, Inventory]
+) -> str:
     parts = []
     for rc in sorted(set(current) | set(wanted)):
         old, new = current.get(rc), wanted.get(rc)
@@ -99,7 +101,9 @@ def _describe_inventory_change(current: Mapping[str, Inventory], wanted: Mapping
             parts.append(f"-{rc}")
         elif old is not None and new is not None and not old.same_as(new):
             fields = [
-                f"{k} {v}->{new.as_dict()[k]}" for k, v in old.as_dict().items() if v != new.as_dict()[k]
+                f"{k} {v}->{new.as_dict()[k]}"
+                for k, v in old.as_dict().items()
+                if v != new.as_dict()[k]
             ]
             parts.append(f"{rc} " + ", ".join(fields))
     return "; ".join(parts)
@@ -116,7 +120,10 @@ class _Syncer:
 
     # -- 1, 2 -----------------------------------------------------------------------------------
 
-    def run(self, reshape: Callable[[PlacementClient, DesiredTree, ProviderRecord, SyncReport], bool] | None) -> SyncReport:
+    def run(
+        self,
+        reshape: Callable[[PlacementClient, DesiredTree, ProviderRecord, SyncReport], bool] | None,
+    ) -> SyncReport:
         writes_before = len(self.client.writes)
         root = self.client.find_provider(self.tree.root.name)
         existing: list[ProviderRecord] = []
@@ -151,7 +158,10 @@ class _Syncer:
     # -- 3 ---------------------------------------------------------------------------------------
 
     def _ensure_provider(
-        self, provider: DesiredProvider, by_name: dict[str, ProviderRecord], root: ProviderRecord | None
+        self,
+        provider: DesiredProvider,
+        by_name: dict[str, ProviderRecord],
+        root: ProviderRecord | None,
     ) -> None:
         parent_uuid = None if provider.parent_path is None else self.uuids[provider.parent_path]
         found = by_name.get(provider.name)
@@ -169,7 +179,9 @@ class _Syncer:
             return
         self.uuids[provider.path] = found.uuid
         if found.parent_provider_uuid != parent_uuid:
-            self.client.update_provider(uuid=found.uuid, name=provider.name, parent_uuid=parent_uuid)
+            self.client.update_provider(
+                uuid=found.uuid, name=provider.name, parent_uuid=parent_uuid
+            )
             self.report.change(f"re-parented provider {provider.name} under {parent_uuid}")
 
     # -- 4 ---------------------------------------------------------------------------------------
@@ -275,7 +287,8 @@ def sync(
     tree: DesiredTree,
     *,
     max_retries: int = 3,
-    reshape: Callable[[PlacementClient, DesiredTree, ProviderRecord, SyncReport], bool] | None = None,
+    reshape: Callable[[PlacementClient, DesiredTree, ProviderRecord, SyncReport], bool]
+    | None = None,
 ) -> SyncReport:
     """Bring Placement in line with ``tree`` (steps in the module docstring).
 
