@@ -62,9 +62,7 @@ def _check_keys(keys: Sequence[str], version: mv.Microversion) -> None:
         extras = sorted({k for k in keys if k not in fixed and not pattern.match(k)})
         if extras:
             suffix = _ARBITRARY if version >= mv.ARBITRARY_SUFFIXES else _NUMERIC
-            regexes = ", ".join(
-                f"'^{p}({suffix})?$'" for p in sorted(_group_prefixes(version))
-            )
+            regexes = ", ".join(f"'^{p}({suffix})?$'" for p in sorted(_group_prefixes(version)))
             joined = ", ".join(f"'{k}'" for k in extras)
             verb = "does" if len(extras) == 1 else "do"
             raise BadRequest(f"{_INVALID}: {joined} {verb} not match any of the regexes: {regexes}")
@@ -162,7 +160,9 @@ def parse_candidate_query(
     for value in _all(pairs, "same_subtree"):
         names = frozenset(part.strip() for part in value.split(","))
         if "" in names:
-            raise QueryBadValue("Empty string (unsuffixed group) can not be specified in `same_subtree` ")
+            raise QueryBadValue(
+                "Empty string (unsuffixed group) can not be specified in `same_subtree` "
+            )
         same_subtree.append(names)
 
     # step 3: request groups, in order of first appearance
@@ -208,7 +208,9 @@ def parse_candidate_query(
     if version >= mv.SAME_SUBTREE:
         resourceless = [g.label for g in groups if not g.resources]
         if len(resourceless) == len(groups):
-            raise QueryMissingValue("There must be at least one resources or resources[$S] parameter.")
+            raise QueryMissingValue(
+                "There must be at least one resources or resources[$S] parameter."
+            )
         in_subtree = set().union(*same_subtree) if same_subtree else set()
         bad = [s for s in resourceless if s not in in_subtree]
         if bad:
@@ -224,15 +226,21 @@ def parse_candidate_query(
                 f" {known!r}."
             )
     else:
-        orphans = [f"required{g.label}" for g in groups if not g.resources and (
-            g.required_traits or g.any_traits)]
+        orphans = [
+            f"required{g.label}"
+            for g in groups
+            if not g.resources and (g.required_traits or g.any_traits)
+        ]
         if orphans:
             raise BadRequest(
                 "All traits parameters must be associated with resources.  Found the following"
                 " orphaned traits keys: " + ", ".join(orphans)
             )
-        orphans = [f"member_of{g.label}" for g in groups if not g.resources and (
-            g.member_of or g.forbidden_aggregates)]
+        orphans = [
+            f"member_of{g.label}"
+            for g in groups
+            if not g.resources and (g.member_of or g.forbidden_aggregates)
+        ]
         if orphans:
             raise BadRequest(
                 "All member_of parameters must be associated with resources. Found the following"

@@ -56,6 +56,7 @@ def check_accept(request: Request) -> None:
             return
     raise NotAcceptable("Only application/json is provided")
 
+
 T = TypeVar("T")
 
 

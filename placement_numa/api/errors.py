@@ -94,9 +94,7 @@ def install_error_handlers(app: FastAPI) -> None:
         return render_error(request, error)
 
     @app.exception_handler(RequestValidationError)
-    async def _validation_error(
-        request: Request, exc: RequestValidationError
-    ) -> Response:
+    async def _validation_error(request: Request, exc: RequestValidationError) -> Response:
         messages = []
         for item in exc.errors():
             where = ".".join(str(p) for p in item.get("loc", ()) if p not in ("query", "body"))

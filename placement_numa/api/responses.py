@@ -31,8 +31,7 @@ _EXPLANATIONS = {
     " requested.",
     403: "Access was denied to this resource.",
     404: "The resource could not be found.",
-    405: "The server could not comply with the request since it is not allowed for this"
-    " resource.",
+    405: "The server could not comply with the request since it is not allowed for this resource.",
     406: "The resource could not be generated that was acceptable to your browser (content of type"
     " application/json.",
     409: "There was a conflict when trying to complete your request.",
@@ -125,9 +124,7 @@ def error_payload(
     Placement (webob) does: JSON unless the client accepts neither JSON nor ``*/*`` but does
     accept ``text/html`` or ``text/plain``."""
     media = _accepted_media(accept)
-    wants_json = not media or any(
-        m in ("application/json", "application/*", "*/*") for m in media
-    )
+    wants_json = not media or any(m in ("application/json", "application/*", "*/*") for m in media)
     if not wants_json and ("text/html" in media or "text/*" in media):
         title = f"{error.status} {error.title}"
         explanation = error.explanation or _EXPLANATIONS.get(error.status, "")

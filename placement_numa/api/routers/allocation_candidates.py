@@ -31,7 +31,9 @@ router = APIRouter(tags=["allocation_candidates"])
     response_model=AllocationCandidatesResponse,
     summary="Allocation candidates for request groups",
 )
-def list_allocation_candidates(request: Request, version: VersionDep, engine: EngineDep) -> Response:
+def list_allocation_candidates(
+    request: Request, version: VersionDep, engine: EngineDep
+) -> Response:
     """Candidates satisfying every request group: ``resources$S``, ``required$S``,
     ``member_of$S``, ``in_tree$S``, ``group_policy``, ``same_subtree``, ``root_required``,
     ``limit``. 400 with ``placement.query.*`` codes for malformed queries, unknown resource

@@ -148,9 +148,7 @@ def delete_consumer_allocations(consumer_uuid: str, database: DatabaseDep) -> Re
     return no_content()
 
 
-@router.get(
-    "/resource_providers/{uuid}/allocations", summary="List allocations against a provider"
-)
+@router.get("/resource_providers/{uuid}/allocations", summary="List allocations against a provider")
 def get_provider_allocations(uuid: str, version: VersionDep, database: DatabaseDep) -> Response:
     """Allocations against provider ``uuid`` by consumer, with ``resource_provider_generation``."""
     found = service.get_for_provider(database=database, provider_uuid=uuid)

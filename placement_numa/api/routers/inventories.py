@@ -152,7 +152,9 @@ def get_inventory(
 
 
 @router.put(
-    _ITEM, summary="Update one inventory of a resource provider", openapi_extra=body_doc(InventoryBody)
+    _ITEM,
+    summary="Update one inventory of a resource provider",
+    openapi_extra=body_doc(InventoryBody),
 )
 def put_inventory(
     uuid: str, resource_class: str, version: VersionDep, database: DatabaseDep, body: JsonBody

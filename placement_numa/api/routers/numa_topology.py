@@ -47,7 +47,9 @@ def _body(result: service.NumaDistances) -> dict[str, Any]:
 
 
 @router.get(_PATH, summary="Show a compute node's NUMA distance matrix (extension)")
-def get_numa_distances(uuid: str, version: VersionDep, database: DatabaseDep) -> PlacementJSONResponse:
+def get_numa_distances(
+    uuid: str, version: VersionDep, database: DatabaseDep
+) -> PlacementJSONResponse:
     """The SLIT matrix of root provider ``uuid`` keyed by NUMA cell id, with its generation."""
     result = service.get_distances(database=database, uuid=uuid)
     return json_response(_body(result), version, last_modified=result.updated_at)
@@ -69,7 +71,9 @@ def put_numa_distances(
     return json_response(_body(result), version, cache=False)
 
 
-@router.delete(_PATH, status_code=204, summary="Delete a compute node's NUMA distance matrix (extension)")
+@router.delete(
+    _PATH, status_code=204, summary="Delete a compute node's NUMA distance matrix (extension)"
+)
 def delete_numa_distances(
     uuid: str,
     database: DatabaseDep,

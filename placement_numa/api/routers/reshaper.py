@@ -57,9 +57,16 @@ def _allocations(data: Any, version: mv.Microversion) -> list[ConsumerAllocation
     status_code=204,
     summary="Reshape provider inventories and allocations atomically",
     dependencies=[Depends(require_version(mv.RESHAPER))],
-    openapi_extra=body_doc(schemas.ReshaperV1_38, "New inventories of providers and allocations of consumers."),
-    responses={204: {"description": "Reshaped"}, 400: {"description": "Bad body, unknown provider or class"},
-               409: {"description": "Generation conflict, inventory in use, or allocations that do not fit"}},
+    openapi_extra=body_doc(
+        schemas.ReshaperV1_38, "New inventories of providers and allocations of consumers."
+    ),
+    responses={
+        204: {"description": "Reshaped"},
+        400: {"description": "Bad body, unknown provider or class"},
+        409: {
+            "description": "Generation conflict, inventory in use, or allocations that do not fit"
+        },
+    },
 )
 def post_reshaper(version: VersionDep, database: DatabaseDep, body: JsonBody) -> Response:
     """Replace inventories and allocations in one transaction (Placement's reshaper)."""
@@ -71,12 +78,16 @@ def post_reshaper(version: VersionDep, database: DatabaseDep, body: JsonBody) ->
         )
         for uuid, entry in data.inventories.items()  # type: ignore[attr-defined]
     }
-    service.reshape(database=database, inventories=inventories, allocations=_allocations(data, version))
+    service.reshape(
+        database=database, inventories=inventories, allocations=_allocations(data, version)
+    )
     return no_content()
 
 
 _PLAN_REQUEST_DOC = {
-    **body_doc(schemas.ReshapePlanRequest, "The compute node, the direction and the target topology."),
+    **body_doc(
+        schemas.ReshapePlanRequest, "The compute node, the direction and the target topology."
+    ),
     "x-placement-numa-extension": True,
 }
 
@@ -100,9 +111,13 @@ def _plan_request(body: Any) -> dict[str, Any]:
     dependencies=[Depends(require_version(mv.RESHAPER))],
     openapi_extra=_PLAN_REQUEST_DOC,
     responses={
-        200: {"description": "The plan: providers to create or delete, the POST /reshaper body, a summary"},
+        200: {
+            "description": "The plan: providers to create or delete, the POST /reshaper body, a summary"
+        },
         404: {"description": "No such compute node"},
-        409: {"description": "A consumer fits on no NUMA cell (code placement_numa.reshape.unplaceable)"},
+        409: {
+            "description": "A consumer fits on no NUMA cell (code placement_numa.reshape.unplaceable)"
+        },
     },
 )
 def post_reshaper_plan(version: VersionDep, database: DatabaseDep, body: JsonBody) -> Response:
@@ -123,7 +138,9 @@ def post_reshaper_plan(version: VersionDep, database: DatabaseDep, body: JsonBod
     responses={
         200: {"description": "The plan that was applied"},
         404: {"description": "No such compute node"},
-        409: {"description": "Unplaceable consumer, generation conflict, or a planned provider exists"},
+        409: {
+            "description": "Unplaceable consumer, generation conflict, or a planned provider exists"
+        },
     },
 )
 def post_reshaper_apply(version: VersionDep, database: DatabaseDep, body: JsonBody) -> Response:

@@ -92,7 +92,9 @@ def get_resource_class(
 @router.put(
     "/resource_classes/{name}",
     summary="Create a custom resource class (1.7+) or rename one (1.2-1.6)",
-    openapi_extra={"responses": {"201": {"description": "Created"}, "204": {"description": "Exists"}}},
+    openapi_extra={
+        "responses": {"201": {"description": "Created"}, "204": {"description": "Exists"}}
+    },
 )
 def put_resource_class(
     name: str,

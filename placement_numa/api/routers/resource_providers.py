@@ -214,9 +214,7 @@ def update_resource_provider(
     )
 
 
-@router.delete(
-    "/resource_providers/{uuid}", summary="Delete a resource provider", status_code=204
-)
+@router.delete("/resource_providers/{uuid}", summary="Delete a resource provider", status_code=204)
 def delete_resource_provider(uuid: str, database: DatabaseDep) -> Response:
     """Delete a provider with its inventories, traits and aggregate links. 404 unknown; 409
     ``placement.resource_provider.cannot_delete_parent`` with children,

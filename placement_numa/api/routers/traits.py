@@ -131,7 +131,10 @@ def get_provider_traits(uuid: str, version: VersionDep, database: DatabaseDep) -
     """200 ``{"traits": [...], "resource_provider_generation": int}``; 404 for an unknown
     provider."""
     provider, rows = service.provider_traits(database=database, provider_uuid=uuid)
-    body = {"traits": [row.name for row in rows], "resource_provider_generation": provider.generation}
+    body = {
+        "traits": [row.name for row in rows],
+        "resource_provider_generation": provider.generation,
+    }
     return json_response(body, version, last_modified=_newest(rows))
 
 
@@ -156,7 +159,9 @@ def put_provider_traits(
     return json_response(body_out, version, last_modified=_newest(rows))
 
 
-@router.delete("/resource_providers/{uuid}/traits", summary="Remove all traits of a resource provider")
+@router.delete(
+    "/resource_providers/{uuid}/traits", summary="Remove all traits of a resource provider"
+)
 def delete_provider_traits(uuid: str, database: DatabaseDep) -> Response:
     """204; 404 for an unknown provider."""
     service.delete_provider_traits(database=database, provider_uuid=uuid)

@@ -68,8 +68,10 @@ def render_candidates(
     candidates = result.candidates
     if candidates and dict_form:
         layout = candidates[0].layout
-        single = [(suffix or "", ks[0]) for suffix, ks in
-                  zip(layout.suffixes, layout.slots_of_group, strict=True)]
+        single = [
+            (suffix or "", ks[0])
+            for suffix, ks in zip(layout.suffixes, layout.slots_of_group, strict=True)
+        ]
         all_single = all(len(ks) == 1 for ks in layout.slots_of_group)
     for candidate in candidates:
         if dict_form:

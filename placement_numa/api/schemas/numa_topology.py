@@ -21,6 +21,6 @@ class NumaDistancesBody(BaseModel):
         description="null to create; otherwise the matrix's current generation (409 if stale)"
     )
     distances: dict[str, dict[str, StrictInt]] = Field(
-        description="SLIT distances keyed by NUMA cell id, e.g. {\"0\": {\"0\": 10, \"1\": 21}, ...}",
+        description='SLIT distances keyed by NUMA cell id, e.g. {"0": {"0": 10, "1": 21}, ...}',
         examples=[{"0": {"0": 10, "1": 21}, "1": {"0": 21, "1": 10}}],
     )

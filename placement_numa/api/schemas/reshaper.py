@@ -25,7 +25,13 @@ from placement_numa.api.schemas.allocations import (
 )
 from placement_numa.api.schemas.inventories import InventoriesBody
 
-__all__ = ["ReshaperV1_30", "ReshaperV1_34", "ReshaperV1_38", "reshaper_schema", "ReshapePlanRequest"]
+__all__ = [
+    "ReshaperV1_30",
+    "ReshaperV1_34",
+    "ReshaperV1_38",
+    "reshaper_schema",
+    "ReshapePlanRequest",
+]
 
 
 class _Strict(BaseModel):

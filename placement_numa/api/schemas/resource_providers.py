@@ -65,5 +65,3 @@ class UpdateProviderV1_14(UpdateProviderV1_0):
     def parent_given(self) -> bool:
         """Whether the body carried ``parent_provider_uuid`` (``null`` counts as given)."""
         return "parent_provider_uuid" in self.model_fields_set
-
-

@@ -17,12 +17,13 @@ from placement_numa.api.schemas.inventories import JsonInt
 __all__ = ["CustomTraitName", "ProviderTraitsBody", "CUSTOM_TRAIT_PROBLEM"]
 
 CustomTraitName = Annotated[
-    str, StringConstraints(pattern=r"^CUSTOM_[A-Z0-9_]+$", min_length=1, max_length=255, strict=True)
+    str,
+    StringConstraints(pattern=r"^CUSTOM_[A-Z0-9_]+$", min_length=1, max_length=255, strict=True),
 ]
 TraitName = Annotated[str, StringConstraints(min_length=1, max_length=255, strict=True)]
 
 CUSTOM_TRAIT_PROBLEM = (
-    'The trait is invalid. A valid trait must be no longer than 255 characters, start with the'
+    "The trait is invalid. A valid trait must be no longer than 255 characters, start with the"
     ' prefix "CUSTOM_" and use following characters: "A"-"Z", "0"-"9" and "_"'
 )
 
