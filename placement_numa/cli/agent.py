@@ -32,18 +32,26 @@ LOG = logging.getLogger("placement_numa.agent")
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("agent", help="report this host's NUMA provider tree to Placement")
+    parser = subparsers.add_parser(
+        "agent", help="report this host's NUMA provider tree to Placement"
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--once", action="store_true", help="sync once and exit")
     mode.add_argument("--show", action="store_true", help="print the desired tree and exit")
-    parser.add_argument("--interval", type=float, default=60.0, help="seconds between syncs (default 60)")
-    parser.add_argument("--placement-url", help="Placement endpoint (default http://127.0.0.1:8778)")
+    parser.add_argument(
+        "--interval", type=float, default=60.0, help="seconds between syncs (default 60)"
+    )
+    parser.add_argument(
+        "--placement-url", help="Placement endpoint (default http://127.0.0.1:8778)"
+    )
     parser.add_argument("--token", help="x-auth-token (default admin)")
     parser.add_argument("--hostname", help="compute node name (default: this host's name)")
     parser.add_argument("--sysfs-root", help="sysfs mount point (default /sys)")
     parser.add_argument("--cpu-dedicated-set", help="CPUs reported as PCPU (e.g. 4-15,^8)")
     parser.add_argument("--cpu-shared-set", help="CPUs reported as VCPU")
-    parser.add_argument("--disk-gb", type=int, help="DISK_GB total (default: size of instances_path)")
+    parser.add_argument(
+        "--disk-gb", type=int, help="DISK_GB total (default: size of instances_path)"
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="log every HTTP request")
     parser.set_defaults(handler=run)
 
@@ -89,7 +97,9 @@ def _desired(settings: AgentSettings) -> DesiredTree:
     LOG.debug(
         "discovered %d NUMA cell(s): %s",
         len(host.cells),
-        ", ".join(f"{c.id}: CPUs {format_cpu_spec(c.cpus)}, {c.memory_kb // 1024} MiB" for c in host.cells),
+        ", ".join(
+            f"{c.id}: CPUs {format_cpu_spec(c.cpus)}, {c.memory_kb // 1024} MiB" for c in host.cells
+        ),
     )
     return build(host, settings.policy_for(host))
 
@@ -126,7 +136,9 @@ def _stop(signum: int, frame: object) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the agent (see the module docstring for modes and exit codes)."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     logging.getLogger("httpx").setLevel(logging.INFO if args.verbose else logging.WARNING)
     try:
         settings = _settings(args)
@@ -140,7 +152,9 @@ def run(args: argparse.Namespace) -> int:
             LOG.error("%s", exc)
             return 2
         return 0
-    with PlacementClient(settings.placement_url, token=settings.token, timeout=settings.timeout) as client:
+    with PlacementClient(
+        settings.placement_url, token=settings.token, timeout=settings.timeout
+    ) as client:
         if args.once:
             return _sync_once(settings, client)
         LOG.info("syncing %s every %.0f s", settings.hostname, args.interval)

@@ -31,8 +31,17 @@ from typing import Any
 
 from placement_numa.numa.page_sizes import provider_traits, step_size_mb
 
-__all__ = ["register", "CellShape", "HostShape", "DEMO_FLEET", "load_fleet", "Send", "kep_four_cells", "kep_eight_cells",
-           "load_when_up"]
+__all__ = [
+    "register",
+    "CellShape",
+    "HostShape",
+    "DEMO_FLEET",
+    "load_fleet",
+    "Send",
+    "kep_four_cells",
+    "kep_eight_cells",
+    "load_when_up",
+]
 
 # send(method, path, json body or None) -> (status, parsed JSON or None)
 Send = Callable[[str, str, Any], tuple[int, Any]]
@@ -69,14 +78,18 @@ class HostShape:
 def kep_four_cells() -> dict[int, dict[int, int]]:
     """KEP-3545's 4-cell distance table (pairs 0-1 and 2-3 at 11, the rest 12)."""
     near = {(0, 1), (2, 3)}
-    return {a: {b: 10 if a == b else 11 if (min(a, b), max(a, b)) in near else 12 for b in range(4)}
-            for a in range(4)}
+    return {
+        a: {b: 10 if a == b else 11 if (min(a, b), max(a, b)) in near else 12 for b in range(4)}
+        for a in range(4)
+    }
 
 
 def kep_eight_cells() -> dict[int, dict[int, int]]:
     """KEP-3545's 8-cell distance table (two 4-cell sockets, 30 across)."""
     four = kep_four_cells()
-    return {a: {b: four[a % 4][b % 4] if a // 4 == b // 4 else 30 for b in range(8)} for a in range(8)}
+    return {
+        a: {b: four[a % 4][b % 4] if a // 4 == b // 4 else 30 for b in range(8)} for a in range(8)
+    }
 
 
 def _dual_socket() -> dict[int, dict[int, int]]:
@@ -95,14 +108,26 @@ def demo_fleet() -> list[HostShape]:
     ht = ("HW_CPU_HYPERTHREADING",)
     return [
         HostShape("intel-2s-1", _cells(2, 12, 4, intel), _dual_socket(), traits=ht),
-        HostShape("intel-2s-2", _cells(2, 12, 4, intel), _dual_socket(), traits=ht,
-                  used=((0, 8, 0, 32 * GiB),)),
+        HostShape(
+            "intel-2s-2",
+            _cells(2, 12, 4, intel),
+            _dual_socket(),
+            traits=ht,
+            used=((0, 8, 0, 32 * GiB),),
+        ),
         HostShape("amd-nps4-1", _cells(4, 8, 8, amd4), kep_four_cells(), traits=ht),
-        HostShape("amd-nps4-2", _cells(4, 8, 8, amd4), kep_four_cells(), traits=ht,
-                  used=((0, 6, 0, 16 * GiB), (1, 2, 0, 8 * GiB))),
+        HostShape(
+            "amd-nps4-2",
+            _cells(4, 8, 8, amd4),
+            kep_four_cells(),
+            traits=ht,
+            used=((0, 6, 0, 16 * GiB), (1, 2, 0, 8 * GiB)),
+        ),
         HostShape("amd-2s-nps4", _cells(8, 8, 4, amd8), kep_eight_cells()),
         HostShape("legacy-1", flat_vcpu=32, flat_memory_mb=128 * GiB, traits=ht),
-        HostShape("legacy-non-numa", flat_vcpu=32, flat_memory_mb=128 * GiB, traits=("HW_NON_NUMA",)),
+        HostShape(
+            "legacy-non-numa", flat_vcpu=32, flat_memory_mb=128 * GiB, traits=("HW_NON_NUMA",)
+        ),
     ]
 
 
@@ -113,14 +138,18 @@ class DemoError(RuntimeError):
     """An API call of the loader failed (status and body in the message)."""
 
 
-def _call(send: Send, method: str, path: str, body: Any = None, ok: tuple[int, ...] = (200, 201, 204)) -> Any:
+def _call(
+    send: Send, method: str, path: str, body: Any = None, ok: tuple[int, ...] = (200, 201, 204)
+) -> Any:
     status, data = send(method, path, body)
     if status not in ok:
         raise DemoError(f"{method} {path} -> {status}: {data}")
     return data
 
 
-def _provider(send: Send, name: str, parent: str | None = None, uuid: str | None = None) -> tuple[str, int]:
+def _provider(
+    send: Send, name: str, parent: str | None = None, uuid: str | None = None
+) -> tuple[str, int]:
     body: dict[str, Any] = {"name": name, "uuid": uuid or str(uuidlib.uuid4())}
     if parent:
         body["parent_provider_uuid"] = parent
@@ -128,9 +157,15 @@ def _provider(send: Send, name: str, parent: str | None = None, uuid: str | None
     return data["uuid"], data["generation"]
 
 
-def _inventories(send: Send, rp: str, generation: int, inventories: dict[str, dict[str, Any]]) -> int:
-    data = _call(send, "PUT", f"/resource_providers/{rp}/inventories",
-                 {"resource_provider_generation": generation, "inventories": inventories})
+def _inventories(
+    send: Send, rp: str, generation: int, inventories: dict[str, dict[str, Any]]
+) -> int:
+    data = _call(
+        send,
+        "PUT",
+        f"/resource_providers/{rp}/inventories",
+        {"resource_provider_generation": generation, "inventories": inventories},
+    )
     return int(data["resource_provider_generation"])
 
 
@@ -138,8 +173,12 @@ def _traits(send: Send, rp: str, generation: int, traits: list[str]) -> int:
     for trait in traits:
         if trait.startswith("CUSTOM_"):
             _call(send, "PUT", f"/traits/{trait}", None, ok=(201, 204))
-    data = _call(send, "PUT", f"/resource_providers/{rp}/traits",
-                 {"resource_provider_generation": generation, "traits": sorted(traits)})
+    data = _call(
+        send,
+        "PUT",
+        f"/resource_providers/{rp}/traits",
+        {"resource_provider_generation": generation, "traits": sorted(traits)},
+    )
     return int(data["resource_provider_generation"])
 
 
@@ -170,14 +209,29 @@ def load_host(send: Send, host: HostShape) -> dict[str, Any]:
             label = PAGE_LABEL.get(size_kb, f"{size_kb}K")
             page_uuid, pgen = _provider(send, f"{host.name}_NUMA{cell.id}_{label}", cell_uuid)
             step = step_size_mb(size_kb)
-            pgen = _inventories(send, page_uuid, pgen, {"MEMORY_MB": {
-                "total": memory_mb, "step_size": step, "min_unit": step, "max_unit": memory_mb}})
+            pgen = _inventories(
+                send,
+                page_uuid,
+                pgen,
+                {
+                    "MEMORY_MB": {
+                        "total": memory_mb,
+                        "step_size": step,
+                        "min_unit": step,
+                        "max_unit": memory_mb,
+                    }
+                },
+            )
             _traits(send, page_uuid, pgen, provider_traits(size_kb))
             pages[(cell.id, size_kb)] = page_uuid
     if host.distances and host.cells:
         matrix = {str(a): {str(b): d for b, d in row.items()} for a, row in host.distances.items()}
-        _call(send, "PUT", f"/resource_providers/{root}/numa_distances",
-              {"generation": None, "distances": matrix})
+        _call(
+            send,
+            "PUT",
+            f"/resource_providers/{root}/numa_distances",
+            {"generation": None, "distances": matrix},
+        )
     for cell_id, pcpu, vcpu, memory_mb in host.used:
         resources: dict[str, dict[str, dict[str, int]]] = {}
         cpu_used = {rc: v for rc, v in (("PCPU", pcpu), ("VCPU", vcpu)) if v}
@@ -185,10 +239,18 @@ def load_host(send: Send, host: HostShape) -> dict[str, Any]:
             resources[cells[cell_id]] = {"resources": cpu_used}
         if memory_mb:
             resources[pages[(cell_id, 4)]] = {"resources": {"MEMORY_MB": memory_mb}}
-        _call(send, "PUT", f"/allocations/{uuidlib.uuid4()}", {
-            "allocations": resources, "consumer_generation": None,
-            "project_id": "demo-project", "user_id": "demo-user", "consumer_type": "INSTANCE",
-        })
+        _call(
+            send,
+            "PUT",
+            f"/allocations/{uuidlib.uuid4()}",
+            {
+                "allocations": resources,
+                "consumer_generation": None,
+                "project_id": "demo-project",
+                "user_id": "demo-user",
+                "consumer_type": "INSTANCE",
+            },
+        )
     return {"root": root, "cells": cells, "pages": pages}
 
 
@@ -202,8 +264,11 @@ def httpx_sender(base_url: str, token: str = "admin", timeout: float = 30.0) -> 
     """A ``Send`` over httpx at microversion 1.39 with the noauth2 token."""
     import httpx
 
-    client = httpx.Client(base_url=base_url, timeout=timeout, headers={
-        "x-auth-token": token, "openstack-api-version": "placement 1.39"})
+    client = httpx.Client(
+        base_url=base_url,
+        timeout=timeout,
+        headers={"x-auth-token": token, "openstack-api-version": "placement 1.39"},
+    )
 
     def send(method: str, path: str, body: Any) -> tuple[int, Any]:
         response = client.request(method, path, json=body)

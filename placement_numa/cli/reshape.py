@@ -92,7 +92,9 @@ def read_host(client: httpx.Client, host: str) -> HostState:
             inventories={rc: Inventory.from_dict(inv) for rc, inv in invs.items()},
             traits=frozenset(traits),
         )
-        consumer_ids |= set(_get(client, f"/resource_providers/{rp['uuid']}/allocations")["allocations"])
+        consumer_ids |= set(
+            _get(client, f"/resource_providers/{rp['uuid']}/allocations")["allocations"]
+        )
     consumers = []
     for consumer in sorted(consumer_ids):
         data = _get(client, f"/allocations/{consumer}")
@@ -113,7 +115,9 @@ def read_host(client: httpx.Client, host: str) -> HostState:
     )
 
 
-def make_plan(client: httpx.Client, host: str, topology: dict[str, Any] | None, *, policy: str = "pack") -> Plan:
+def make_plan(
+    client: httpx.Client, host: str, topology: dict[str, Any] | None, *, policy: str = "pack"
+) -> Plan:
     """Read ``host`` and plan its reshape: onto ``topology``, or back to flat when ``None``.
 
     Raises ``PlanError`` (impossible plan: names the consumer and what it lacked) or
@@ -142,7 +146,11 @@ def apply_plan(client: httpx.Client, plan: Plan) -> None:
             _check(
                 client.post(
                     "/resource_providers",
-                    json={"name": new.name, "uuid": new.uuid, "parent_provider_uuid": new.parent_provider_uuid},
+                    json={
+                        "name": new.name,
+                        "uuid": new.uuid,
+                        "parent_provider_uuid": new.parent_provider_uuid,
+                    },
                     headers=_headers("1.20"),
                 ),
                 200,
@@ -160,10 +168,15 @@ def apply_plan(client: httpx.Client, plan: Plan) -> None:
                 200,
             )
         generations = {
-            uuid: _get(client, f"/resource_providers/{uuid}")["generation"] for uuid in plan.body["inventories"]
+            uuid: _get(client, f"/resource_providers/{uuid}")["generation"]
+            for uuid in plan.body["inventories"]
         }
         _check(
-            client.post("/reshaper", json=plan.with_generations(generations), headers=_headers(plan.microversion)),
+            client.post(
+                "/reshaper",
+                json=plan.with_generations(generations),
+                headers=_headers(plan.microversion),
+            ),
             204,
         )
     except PlacementRefused:
@@ -194,8 +207,10 @@ def _apply_distances(client: httpx.Client, plan: Plan) -> None:
     if plan.distances is None:
         return
     ids = [str(i) for i in plan.distances["cells"]]
-    matrix = {a: {b: value for b, value in zip(ids, row, strict=False)}
-        for a, row in zip(ids, plan.distances["distances"], strict=False)}
+    matrix = {
+        a: {b: value for b, value in zip(ids, row, strict=False)}
+        for a, row in zip(ids, plan.distances["distances"], strict=False)
+    }
     generation = current.json()["generation"] if known else None
     _check(client.put(path, json={"generation": generation, "distances": matrix}), 200)
 
@@ -203,16 +218,23 @@ def _apply_distances(client: httpx.Client, plan: Plan) -> None:
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("reshape", help="plan or apply a NUMA reshape of a compute node")
     actions = parser.add_subparsers(dest="action", required=True)
-    for action, text in (("plan", "print the plan without changing anything"), ("apply", "apply the plan")):
+    for action, text in (
+        ("plan", "print the plan without changing anything"),
+        ("apply", "apply the plan"),
+    ):
         sub = actions.add_parser(action, help=text)
         sub.add_argument("--host", required=True, help="the compute node (root provider) name")
         target = sub.add_mutually_exclusive_group(required=True)
         target.add_argument("--topology", type=Path, help="target NUMA topology (JSON file)")
-        target.add_argument("--to-flat", action="store_true", help="collapse the NUMA tree (rollback)")
+        target.add_argument(
+            "--to-flat", action="store_true", help="collapse the NUMA tree (rollback)"
+        )
         sub.add_argument("--policy", choices=("pack", "spread"), default="pack")
         sub.add_argument("--url", default="http://127.0.0.1:8778", help="Placement endpoint")
         sub.add_argument("--token", default="admin", help="x-auth-token")
-        sub.add_argument("--roles", default=None, help="x-roles header (OpenStack Placement's noauth2)")
+        sub.add_argument(
+            "--roles", default=None, help="x-roles header (OpenStack Placement's noauth2)"
+        )
         sub.set_defaults(handler=run)
 
 
