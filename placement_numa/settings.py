@@ -41,7 +41,8 @@ class Settings(BaseSettings):
         description="Insert os-traits / os-resource-classes names missing from the database at start.",
     )
     migrations_dir: Path | None = Field(
-        default=None, description="Alembic script directory; the repository's migrations/ by default."
+        default=None,
+        description="Alembic script directory; the repository's migrations/ by default.",
     )
     randomize_allocation_candidates: bool = Field(
         default=False,

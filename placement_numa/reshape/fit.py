@@ -128,7 +128,9 @@ def _place_greedy(
     return chosen
 
 
-def _lacking(item: Item, bins: Sequence[Bin], free: Sequence[Mapping[str, int]]) -> tuple[dict[str, int], str]:
+def _lacking(
+    item: Item, bins: Sequence[Bin], free: Sequence[Mapping[str, int]]
+) -> tuple[dict[str, int], str]:
     """What the item's largest guest cell misses on the cell that comes closest."""
     if len(item.pieces) > len(bins):
         return {"cells": len(item.pieces) - len(bins)}, (
@@ -192,7 +194,10 @@ def fit(
         result = searched
     by_consumer = {it.consumer: it for it in items}
     return {
-        consumer: [(bins[i].cell_id, piece) for i, piece in zip(cells, by_consumer[consumer].pieces, strict=False)]
+        consumer: [
+            (bins[i].cell_id, piece)
+            for i, piece in zip(cells, by_consumer[consumer].pieces, strict=False)
+        ]
         for consumer, cells in result.items()
     }
 

@@ -87,7 +87,9 @@ class Plan:
             "delete_providers": list(self.delete_providers),
             "reshaper": copy.deepcopy(dict(self.body)),
             "distances": None if self.distances is None else dict(self.distances),
-            "placements": {c: {p: dict(r) for p, r in v.items()} for c, v in self.placements.items()},
+            "placements": {
+                c: {p: dict(r) for p, r in v.items()} for c, v in self.placements.items()
+            },
             "usages": {"before": dict(self.usages_before), "after": dict(self.usages_after)},
             "summary": list(self.summary),
         }

@@ -47,7 +47,9 @@ from placement_numa.reshape.topology import CellSpec, Topology
 __all__ = ["plan_to_numa", "plan_to_flat"]
 
 
-def _consumer_entry(consumer: ConsumerState, allocations: Mapping[str, Mapping[str, int]], typed: bool) -> dict[str, Any]:
+def _consumer_entry(
+    consumer: ConsumerState, allocations: Mapping[str, Mapping[str, int]], typed: bool
+) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "allocations": {
             rp: {"resources": dict(sorted(res.items()))}
@@ -68,10 +70,13 @@ def _typed(consumers: list[ConsumerState]) -> bool:
     return all(c.consumer_type not in (None, "unknown") for c in consumers)
 
 
-def _cell_inventories(cell: CellSpec, flat: Mapping[str, Inventory], topology: Topology, first: bool) -> tuple[dict[str, Inventory], dict[int, Inventory]]:
+def _cell_inventories(
+    cell: CellSpec, flat: Mapping[str, Inventory], topology: Topology, first: bool
+) -> tuple[dict[str, Inventory], dict[int, Inventory]]:
     """The cell's ``VCPU``/``PCPU`` inventories and its ``{page KiB: MEMORY_MB inventory}``."""
     explicit_reserved = any(
-        c.reserved_pcpus or c.reserved_vcpus or any(p.reserved_mb for p in c.pages) for c in topology.cells
+        c.reserved_pcpus or c.reserved_vcpus or any(p.reserved_mb for p in c.pages)
+        for c in topology.cells
     )
 
     def reserved_for(rc: str, given: int, total: int) -> int:
@@ -80,7 +85,10 @@ def _cell_inventories(cell: CellSpec, flat: Mapping[str, Inventory], topology: T
         return min(flat[rc].reserved, total)
 
     cpus: dict[str, Inventory] = {}
-    for rc, total, given in (("PCPU", cell.pcpus, cell.reserved_pcpus), ("VCPU", cell.vcpus, cell.reserved_vcpus)):
+    for rc, total, given in (
+        ("PCPU", cell.pcpus, cell.reserved_pcpus),
+        ("VCPU", cell.vcpus, cell.reserved_vcpus),
+    ):
         if total <= 0:
             continue
         base = flat.get(rc, Inventory(total=total))
@@ -103,7 +111,9 @@ def _cell_inventories(cell: CellSpec, flat: Mapping[str, Inventory], topology: T
             total=page.memory_mb,
             reserved=reserved,
             min_unit=max(page.step_mb, memory.min_unit) if small else page.step_mb,
-            max_unit=memory.as_dict()["max_unit"] if small and "MEMORY_MB" in flat else page.memory_mb,
+            max_unit=memory.as_dict()["max_unit"]
+            if small and "MEMORY_MB" in flat
+            else page.memory_mb,
             step_size=page.step_mb,
             allocation_ratio=memory.allocation_ratio if small else 1.0,
         )
@@ -124,7 +134,9 @@ def plan_to_numa(host: HostState, topology: Topology, *, policy: Policy = "pack"
     (naming the consumer and what it lacked) when some consumer fits on no cell.
     """
     if host.cells():
-        raise TopologyInvalid(f"host {host.host} already has NUMA cell providers; plan to_flat first")
+        raise TopologyInvalid(
+            f"host {host.host} already has NUMA cell providers; plan to_flat first"
+        )
     root = host.root
     flat = {rc: inv for rc, inv in root.inventories.items() if rc in NUMA_CLASSES}
     name = host.host
@@ -132,7 +144,11 @@ def plan_to_numa(host: HostState, topology: Topology, *, policy: Policy = "pack"
     inventories: dict[str, dict[str, Any]] = {
         root.uuid: {
             "resource_provider_generation": root.generation,
-            "inventories": {rc: inv.as_dict() for rc, inv in sorted(root.inventories.items()) if rc not in NUMA_CLASSES},
+            "inventories": {
+                rc: inv.as_dict()
+                for rc, inv in sorted(root.inventories.items())
+                if rc not in NUMA_CLASSES
+            },
         }
     }
     bins: list[Bin] = []
@@ -152,7 +168,10 @@ def plan_to_numa(host: HostState, topology: Topology, *, policy: Policy = "pack"
             "inventories": {rc: inv.as_dict() for rc, inv in sorted(cpus.items())},
         }
         capacity: dict[str, int] = {rc: inv.capacity for rc, inv in cpus.items()}
-        limits = {rc: Limits(inv.min_unit, inv.as_dict()["max_unit"], inv.step_size) for rc, inv in cpus.items()}
+        limits = {
+            rc: Limits(inv.min_unit, inv.as_dict()["max_unit"], inv.step_size)
+            for rc, inv in cpus.items()
+        }
         described = [f"{rc} {inv.total}" for rc, inv in sorted(cpus.items())]
         for size_kb, inv in sorted(pages.items()):
             pname = page_provider_name(name, cell.id, size_kb)
@@ -172,7 +191,11 @@ def plan_to_numa(host: HostState, topology: Topology, *, policy: Policy = "pack"
         bins.append(Bin(cell.id, capacity, limits))
         summary.append(f"  create {cname}: " + ", ".join(described))
 
-    moving = [c for c in host.consumers if any(c.allocations.get(root.uuid, {}).get(rc) for rc in NUMA_CLASSES)]
+    moving = [
+        c
+        for c in host.consumers
+        if any(c.allocations.get(root.uuid, {}).get(rc) for rc in NUMA_CLASSES)
+    ]
     items = [_item(c, topology, root) for c in moving]
     placed = fit(items, bins, policy=policy)
     allocations: dict[str, dict[str, Any]] = {}
@@ -180,7 +203,9 @@ def plan_to_numa(host: HostState, topology: Topology, *, policy: Policy = "pack"
     placements: dict[str, dict[str, dict[str, int]]] = {}
     for consumer in moving:
         allocs = {rp: dict(res) for rp, res in consumer.allocations.items()}
-        allocs[root.uuid] = {rc: v for rc, v in allocs.get(root.uuid, {}).items() if rc not in NUMA_CLASSES}
+        allocs[root.uuid] = {
+            rc: v for rc, v in allocs.get(root.uuid, {}).items() if rc not in NUMA_CLASSES
+        }
         where: dict[str, dict[str, int]] = {}
         for cell_id, piece in placed[consumer.uuid]:
             for slot, amount in piece.items():
@@ -197,7 +222,10 @@ def plan_to_numa(host: HostState, topology: Topology, *, policy: Policy = "pack"
         placements[consumer.uuid] = where
         summary.append(
             f"  consumer {consumer.uuid} -> "
-            + "; ".join(f"{p}: " + ", ".join(f"{rc} {v}" for rc, v in sorted(r.items())) for p, r in sorted(where.items()))
+            + "; ".join(
+                f"{p}: " + ", ".join(f"{rc} {v}" for rc, v in sorted(r.items()))
+                for p, r in sorted(where.items())
+            )
         )
     typed = _typed(moving)
     for consumer in moving:
@@ -222,7 +250,11 @@ def plan_to_numa(host: HostState, topology: Topology, *, policy: Policy = "pack"
     )
 
 
-def _numa_usages(consumers: list[ConsumerState], allocations: Mapping[str, Mapping[str, Mapping[str, int]]], tree: set[str]) -> dict[str, int]:
+def _numa_usages(
+    consumers: list[ConsumerState],
+    allocations: Mapping[str, Mapping[str, Mapping[str, int]]],
+    tree: set[str],
+) -> dict[str, int]:
     totals: dict[str, int] = {}
     for consumer in consumers:
         for rp, resources in allocations[consumer.uuid].items():
@@ -234,7 +266,11 @@ def _numa_usages(consumers: list[ConsumerState], allocations: Mapping[str, Mappi
 
 def _item(consumer: ConsumerState, topology: Topology, root: ProviderState) -> Item:
     hint = topology.hints.get(consumer.uuid)
-    page_kb = consumer.page_size_kb or (hint.page_size_kb if hint else None) or topology.small_page_size_kb
+    page_kb = (
+        consumer.page_size_kb
+        or (hint.page_size_kb if hint else None)
+        or topology.small_page_size_kb
+    )
     nodes = consumer.numa_nodes or (hint.numa_nodes if hint else None) or 1
     on_root = consumer.allocations.get(root.uuid, {})
     step = max(1, page_kb // 1024)
@@ -307,11 +343,15 @@ def plan_to_flat(host: HostState) -> Plan:
     for provider in children:
         for rc, inv in provider.inventories.items():
             if rc not in NUMA_CLASSES:
-                raise TopologyInvalid(f"provider {provider.name} has {rc} inventory; cannot collapse it")
+                raise TopologyInvalid(
+                    f"provider {provider.name} has {rc} inventory; cannot collapse it"
+                )
             by_class.setdefault(rc, []).append(inv)
     clash = sorted(set(by_class) & set(root.inventories))
     if clash:
-        raise TopologyInvalid(f"host {host.host} has {clash} on both the compute node and its cells")
+        raise TopologyInvalid(
+            f"host {host.host} has {clash} on both the compute node and its cells"
+        )
     final_root = dict(root.inventories)
     final_root.update({rc: _combine(invs) for rc, invs in by_class.items()})
     inventories: dict[str, dict[str, Any]] = {
@@ -321,7 +361,10 @@ def plan_to_flat(host: HostState) -> Plan:
         }
     }
     for provider in children:
-        inventories[provider.uuid] = {"resource_provider_generation": provider.generation, "inventories": {}}
+        inventories[provider.uuid] = {
+            "resource_provider_generation": provider.generation,
+            "inventories": {},
+        }
     child_ids = {p.uuid for p in children}
     moving = [c for c in host.consumers if child_ids & set(c.allocations)]
     new_allocs: dict[str, dict[str, dict[str, int]]] = {}
@@ -337,8 +380,13 @@ def plan_to_flat(host: HostState) -> Plan:
     before = _numa_usages(moving, {c.uuid: c.allocations for c in moving}, tree)
     after = _numa_usages(moving, new_allocs, tree)
     summary = [f"host {host.host}: collapse {len(cells)} NUMA cells -> flat compute node"]
-    summary += [f"  {rc}: {inv.total} (reserved {inv.reserved}, ratio {inv.allocation_ratio:g})" for rc, inv in sorted(final_root.items())]
-    summary.append(f"  {len(moving)} consumers moved back to {host.host}; delete {len(children)} child providers")
+    summary += [
+        f"  {rc}: {inv.total} (reserved {inv.reserved}, ratio {inv.allocation_ratio:g})"
+        for rc, inv in sorted(final_root.items())
+    ]
+    summary.append(
+        f"  {len(moving)} consumers moved back to {host.host}; delete {len(children)} child providers"
+    )
     summary.append(f"  usages before {before}, after {after}")
     summary.append("  the host's NUMA distance matrix no longer applies (apply removes it)")
     return Plan(

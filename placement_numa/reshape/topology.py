@@ -100,7 +100,9 @@ def _cell(data: Any, index: int, small_kb: int) -> CellSpec:
         raise TopologyInvalid(f"{where}.reserved may only name PCPU, VCPU and MEMORY_MB")
     reserved_mb = _int(reserved.get("MEMORY_MB", 0), f"{where}.reserved.MEMORY_MB")
     pages = []
-    for key, amount in sorted(memory.items(), key=lambda kv: int(str(kv[0])) if str(kv[0]).isdigit() else -1):
+    for key, amount in sorted(
+        memory.items(), key=lambda kv: int(str(kv[0])) if str(kv[0]).isdigit() else -1
+    ):
         if not str(key).isdigit() or int(key) < 4:
             raise TopologyInvalid(f"{where}.memory_mb: page size {key!r} is not a size in KiB")
         size_kb = int(key)
@@ -176,8 +178,12 @@ def parse_topology(data: Any) -> Topology:
         page = hint.get("page_size_kb")
         nodes = hint.get("numa_nodes")
         hints[str(consumer)] = ConsumerHint(
-            page_size_kb=None if page is None else _int(page, f"consumers.{consumer}.page_size_kb", 4),
-            numa_nodes=None if nodes is None else _int(nodes, f"consumers.{consumer}.numa_nodes", 1),
+            page_size_kb=None
+            if page is None
+            else _int(page, f"consumers.{consumer}.page_size_kb", 4),
+            numa_nodes=None
+            if nodes is None
+            else _int(nodes, f"consumers.{consumer}.numa_nodes", 1),
         )
     return Topology(
         cells=cells,

@@ -26,7 +26,13 @@ from placement_numa.db.repositories import providers
 from placement_numa.errors import ConcurrentUpdate, NotFound
 from placement_numa.numa.distances import InvalidDistances, cell_id_from_name, validate_matrix
 
-__all__ = ["NumaDistances", "NumaDistancesNotFound", "get_distances", "set_distances", "delete_distances"]
+__all__ = [
+    "NumaDistances",
+    "NumaDistancesNotFound",
+    "get_distances",
+    "set_distances",
+    "delete_distances",
+]
 
 
 class NumaDistancesNotFound(NotFound):

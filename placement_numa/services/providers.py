@@ -76,8 +76,7 @@ def list_providers(database: Database, *, filters: ProviderFilters) -> list[Prov
         missing = sorted(trait_names - set(trait_ids))
         if missing:
             raise BadRequest(
-                'Invalid trait(s) in "required" parameter: No such trait(s):'
-                f" {', '.join(missing)}."
+                f'Invalid trait(s) in "required" parameter: No such trait(s): {", ".join(missing)}.'
             )
         class_ids = names.resource_class_ids(conn, (name for name, _ in filters.resources))
         for class_name, _ in filters.resources:
@@ -105,9 +104,7 @@ def list_providers(database: Database, *, filters: ProviderFilters) -> list[Prov
                 {trait_ids[name] for name in group} for group in filters.required.required_sets
             ],
             forbidden_trait_ids={trait_ids[name] for name in filters.required.forbidden},
-            member_of_sets=[
-                _ids_of(group, aggregate_ids) for group in filters.member_of.any_of
-            ],
+            member_of_sets=[_ids_of(group, aggregate_ids) for group in filters.member_of.any_of],
             forbidden_aggregate_ids=_ids_of(filters.member_of.forbidden, aggregate_ids),
             resources=[(class_ids[name], amount) for name, amount in filters.resources],
         )

@@ -81,7 +81,9 @@ def reshape(
         apply_reshape(conn, inventories=inventories, allocations=allocations)
 
 
-def _load_providers(conn: Connection, inventories: Mapping[str, ProviderInventories]) -> dict[str, ProviderRow]:
+def _load_providers(
+    conn: Connection, inventories: Mapping[str, ProviderInventories]
+) -> dict[str, ProviderRow]:
     found: dict[str, ProviderRow] = {}
     for uuid, wanted in inventories.items():
         provider = providers.get_by_uuid(conn, uuid)
@@ -101,7 +103,9 @@ def _load_providers(conn: Connection, inventories: Mapping[str, ProviderInventor
 
 
 def _check_classes(
-    conn: Connection, inventories: Mapping[str, ProviderInventories], allocations: Sequence[ConsumerAllocation]
+    conn: Connection,
+    inventories: Mapping[str, ProviderInventories],
+    allocations: Sequence[ConsumerAllocation],
 ) -> None:
     wanted = {rc for p in inventories.values() for rc in p.inventories}
     wanted |= {rc for a in allocations for res in a.resources.values() for rc in res}
@@ -140,7 +144,9 @@ def apply_reshape(
         if not wanted.inventories:
             continue
         provider = found[uuid]
-        union = {rc: rec.fields for rc, rec in inventory_repo.get_inventories(conn, provider.id).items()}
+        union = {
+            rc: rec.fields for rc, rec in inventory_repo.get_inventories(conn, provider.id).items()
+        }
         union.update(wanted.inventories)
         providers.increment_generation(conn, provider, wanted.generation)
         inventory_repo.replace_inventories(conn, provider, union, check_in_use=False)
@@ -163,7 +169,9 @@ def apply_reshape(
 # --- planning -------------------------------------------------------------------------------
 
 
-def load_host(conn: Connection, *, host: str | None = None, root_uuid: str | None = None) -> HostState:
+def load_host(
+    conn: Connection, *, host: str | None = None, root_uuid: str | None = None
+) -> HostState:
     """The compute node ``host`` (root provider name) or ``root_uuid`` as the planner sees it:
     its tree's providers with inventories and traits, and every consumer with allocations on
     the tree (with all its allocations, generation, project, user and type).
@@ -235,7 +243,9 @@ def plan(
     return _plan(state, direction, topology, policy)
 
 
-def _plan(state: HostState, direction: str, topology: Mapping[str, Any] | None, policy: str) -> Plan:
+def _plan(
+    state: HostState, direction: str, topology: Mapping[str, Any] | None, policy: str
+) -> Plan:
     try:
         if direction == "to_flat":
             return plan_to_flat(state)
@@ -278,10 +288,14 @@ def apply_plan(
         for new in planned.create_providers:
             taken = providers.uuid_or_name_taken(conn, uuid=new.uuid, name=new.name)
             if taken:
-                raise DuplicateName(f"Conflicting resource provider {', '.join(taken)} already exists.")
+                raise DuplicateName(
+                    f"Conflicting resource provider {', '.join(taken)} already exists."
+                )
             parent = providers.get_by_uuid(conn, new.parent_provider_uuid)
             row = providers.insert_provider(conn, uuid=new.uuid, name=new.name, parent=parent)
-            trait_repo.set_provider_traits(conn, row.id, [trait_repo.ensure(conn, t)[0].id for t in new.traits])
+            trait_repo.set_provider_traits(
+                conn, row.id, [trait_repo.ensure(conn, t)[0].id for t in new.traits]
+            )
             providers.increment_generation(conn, row)
         body = planned.body
         apply_reshape(
@@ -289,7 +303,9 @@ def apply_plan(
             inventories={
                 uuid: ProviderInventories(
                     generation=entry["resource_provider_generation"],
-                    inventories={rc: InventoryFields(**inv) for rc, inv in entry["inventories"].items()},
+                    inventories={
+                        rc: InventoryFields(**inv) for rc, inv in entry["inventories"].items()
+                    },
                 )
                 for uuid, entry in body["inventories"].items()
             },
@@ -316,8 +332,10 @@ def apply_plan(
                 providers.delete_provider(conn, child.id)
         elif planned.distances is not None:
             ids = list(planned.distances["cells"])
-            raw = {a: dict(zip(ids, row, strict=False))
-                for a, row in zip(ids, planned.distances["distances"], strict=False)}
+            raw = {
+                a: dict(zip(ids, row, strict=False))
+                for a, row in zip(ids, planned.distances["distances"], strict=False)
+            }
             cells = [cell_id_from_name(c.name) for c in distance_repo.numa_cells(conn, [root.id])]
             matrix = validate_matrix(raw, [c for c in cells if c is not None])
             if current is None:

@@ -86,7 +86,9 @@ def delete_trait(*, database: Database, name: str) -> None:
         repo.delete_by_id(conn, row.id)
 
 
-def provider_traits(*, database: Database, provider_uuid: str) -> tuple[ProviderRow, list[TraitRow]]:
+def provider_traits(
+    *, database: Database, provider_uuid: str
+) -> tuple[ProviderRow, list[TraitRow]]:
     """The provider and its traits (sorted by name). Raises ``NotFound`` (404)."""
     with database.read() as conn:
         provider = _provider(conn, provider_uuid)

@@ -15,11 +15,15 @@ from placement_numa.db.tables import resource_provider_traits, resource_provider
 __all__ = ["find_provider", "tree_providers", "traits_by_provider"]
 
 
-def find_provider(conn: Connection, *, name: str | None = None, uuid: str | None = None) -> ProviderRow | None:
+def find_provider(
+    conn: Connection, *, name: str | None = None, uuid: str | None = None
+) -> ProviderRow | None:
     """The provider named ``name`` (or with ``uuid``), or ``None``."""
     if uuid is not None:
         return providers.get_by_uuid(conn, uuid)
-    found = conn.execute(select(resource_providers.c.id).where(resource_providers.c.name == name)).scalar()
+    found = conn.execute(
+        select(resource_providers.c.id).where(resource_providers.c.name == name)
+    ).scalar()
     return providers.get_by_id(conn, int(found)) if found is not None else None
 
 

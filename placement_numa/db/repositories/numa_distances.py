@@ -23,8 +23,17 @@ from placement_numa.db.tables import traits
 from placement_numa.errors import ConcurrentUpdate
 
 __all__ = [
-    "CellRow", "DistanceRow", "numa_cells", "get", "get_many", "insert_row", "update_row",
-    "delete_row", "all_cell_names", "all_matrices", "root_names",
+    "CellRow",
+    "DistanceRow",
+    "numa_cells",
+    "get",
+    "get_many",
+    "insert_row",
+    "update_row",
+    "delete_row",
+    "all_cell_names",
+    "all_matrices",
+    "root_names",
 ]
 
 HW_NUMA_ROOT = "HW_NUMA_ROOT"
@@ -58,7 +67,11 @@ def numa_cells(conn: Connection, root_ids: Iterable[int]) -> list[CellRow]:
         return []
     rows = conn.execute(
         select(rp.c.id, rp.c.uuid, rp.c.name, rp.c.root_provider_id)
-        .select_from(rp.join(rpt, rpt.c.resource_provider_id == rp.c.id).join(traits, traits.c.id == rpt.c.trait_id))
+        .select_from(
+            rp.join(rpt, rpt.c.resource_provider_id == rp.c.id).join(
+                traits, traits.c.id == rpt.c.trait_id
+            )
+        )
         .where(traits.c.name == HW_NUMA_ROOT, rp.c.root_provider_id.in_(ids))
         .order_by(rp.c.root_provider_id, rp.c.id)
     ).all()
@@ -71,14 +84,17 @@ def _decode(text: str) -> dict[int, dict[int, int]]:
 
 
 def _encode(matrix: dict[int, dict[int, int]]) -> str:
-    return json.dumps({str(a): {str(b): matrix[a][b] for b in sorted(matrix[a])} for a in sorted(matrix)})
+    return json.dumps(
+        {str(a): {str(b): matrix[a][b] for b in sorted(matrix[a])} for a in sorted(matrix)}
+    )
 
 
 def get(conn: Connection, root_provider_id: int) -> DistanceRow | None:
     """The stored matrix of one root provider, or ``None``."""
     row = conn.execute(
-        select(nd.c.root_provider_id, nd.c.generation, nd.c.matrix, nd.c.created_at, nd.c.updated_at)
-        .where(nd.c.root_provider_id == root_provider_id)
+        select(
+            nd.c.root_provider_id, nd.c.generation, nd.c.matrix, nd.c.created_at, nd.c.updated_at
+        ).where(nd.c.root_provider_id == root_provider_id)
     ).first()
     if row is None:
         return None
@@ -90,7 +106,9 @@ def get_many(conn: Connection, root_ids: Iterable[int]) -> dict[int, dict[int, d
     ids = sorted(set(root_ids))
     if not ids:
         return {}
-    rows = conn.execute(select(nd.c.root_provider_id, nd.c.matrix).where(nd.c.root_provider_id.in_(ids))).all()
+    rows = conn.execute(
+        select(nd.c.root_provider_id, nd.c.matrix).where(nd.c.root_provider_id.in_(ids))
+    ).all()
     return {row[0]: _decode(row[1]) for row in rows}
 
 
@@ -98,12 +116,21 @@ def insert_row(conn: Connection, root_provider_id: int, matrix: dict[int, dict[i
     """Store a first matrix at generation 1; returns 1. A concurrent insert fails on the unique
     constraint, reported as ``ConcurrentUpdate`` by the caller's transaction."""
     now = utcnow()
-    conn.execute(insert(nd).values(root_provider_id=root_provider_id, generation=1,
-                                   matrix=_encode(matrix), created_at=now, updated_at=now))
+    conn.execute(
+        insert(nd).values(
+            root_provider_id=root_provider_id,
+            generation=1,
+            matrix=_encode(matrix),
+            created_at=now,
+            updated_at=now,
+        )
+    )
     return 1
 
 
-def update_row(conn: Connection, root_provider_id: int, seen: int, matrix: dict[int, dict[int, int]]) -> int:
+def update_row(
+    conn: Connection, root_provider_id: int, seen: int, matrix: dict[int, dict[int, int]]
+) -> int:
     """Replace the matrix if its generation is still ``seen``; returns the new generation.
     Raises ``ConcurrentUpdate`` (409) otherwise."""
     result = conn.execute(
@@ -135,7 +162,11 @@ def all_cell_names(conn: Connection) -> list[tuple[str, str]]:
     """``(cell provider uuid, name)`` of every ``HW_NUMA_ROOT`` provider of the fleet."""
     rows = conn.execute(
         select(rp.c.uuid, rp.c.name)
-        .select_from(rp.join(rpt, rpt.c.resource_provider_id == rp.c.id).join(traits, traits.c.id == rpt.c.trait_id))
+        .select_from(
+            rp.join(rpt, rpt.c.resource_provider_id == rp.c.id).join(
+                traits, traits.c.id == rpt.c.trait_id
+            )
+        )
         .where(traits.c.name == HW_NUMA_ROOT)
     ).all()
     return [(row[0], row[1]) for row in rows]

@@ -82,9 +82,7 @@ def create(conn: Connection, name: str) -> ResourceClassRow | None:
         now = utcnow()
         try:
             with conn.begin_nested():
-                conn.execute(
-                    insert(resource_classes).values(id=new_id, name=name, created_at=now)
-                )
+                conn.execute(insert(resource_classes).values(id=new_id, name=name, created_at=now))
         except IntegrityError:
             continue
         return ResourceClassRow(id=new_id, name=name, created_at=now, updated_at=None)
@@ -115,4 +113,6 @@ def in_use(conn: Connection, class_id: int) -> bool:
 
 def delete_by_id(conn: Connection, class_id: int) -> bool:
     """Delete the class; False when it did not exist."""
-    return conn.execute(delete(resource_classes).where(resource_classes.c.id == class_id)).rowcount > 0
+    return (
+        conn.execute(delete(resource_classes).where(resource_classes.c.id == class_id)).rowcount > 0
+    )
