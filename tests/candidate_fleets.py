@@ -110,8 +110,9 @@ def groups(draw: Any, suffix: str | None, resourceless: bool, fleet_size: int) -
         forbidden_aggs = {draw(st.sampled_from(AGGS))}
     if 5 in kinds:
         in_tree = uuid_of(draw(st.integers(1, fleet_size + 1)))
-    if resourceless and not (required or forbidden or any_traits or member_of or forbidden_aggs
-                             or in_tree):
+    if resourceless and not (
+        required or forbidden or any_traits or member_of or forbidden_aggs or in_tree
+    ):
         required = {draw(st.sampled_from(TRAITS))}  # a group needs one parameter to exist
     return RequestGroup(
         suffix=suffix,
@@ -172,8 +173,18 @@ def with_copies(fleet: FleetSnapshot, copies: int) -> FleetSnapshot:
         p = providers[p_index]
         rows.append((new_id, uuid_of(new_id), parent, root))
         for rc, inv in p.inventories.items():
-            inventories.append((new_id, rc, inv.total, inv.reserved, inv.min_unit,
-                                inv.max_unit, inv.step_size, inv.allocation_ratio))
+            inventories.append(
+                (
+                    new_id,
+                    rc,
+                    inv.total,
+                    inv.reserved,
+                    inv.min_unit,
+                    inv.max_unit,
+                    inv.step_size,
+                    inv.allocation_ratio,
+                )
+            )
             if inv.used:
                 usages.append((new_id, rc, inv.used))
         traits.extend((new_id, t) for t in p.traits)

@@ -29,41 +29,66 @@ def seed_fleet(api: Any, fleet: FleetSnapshot) -> None:
         gen = api.get(base, version=v).json()["generation"]
         if p.inventories:
             loose = {
-                rc: {"total": inv.total, "allocation_ratio": inv.allocation_ratio,
-                     "max_unit": max(inv.total, 1)}
+                rc: {
+                    "total": inv.total,
+                    "allocation_ratio": inv.allocation_ratio,
+                    "max_unit": max(inv.total, 1),
+                }
                 for rc, inv in p.inventories.items()
             }
-            r = api.put(f"{base}/inventories", json={
-                "resource_provider_generation": gen, "inventories": loose}, version=v)
+            r = api.put(
+                f"{base}/inventories",
+                json={"resource_provider_generation": gen, "inventories": loose},
+                version=v,
+            )
             assert r.status_code == 200, r.text
             gen = r.json()["resource_provider_generation"]
             for rc, inv in p.inventories.items():
                 if inv.used:
-                    r = api.put(f"/allocations/{uuid.uuid4()}", json={
-                        "allocations": {p.uuid: {"resources": {rc: inv.used}}},
-                        "project_id": "p", "user_id": "u", "consumer_generation": None,
-                    }, version=v)
+                    r = api.put(
+                        f"/allocations/{uuid.uuid4()}",
+                        json={
+                            "allocations": {p.uuid: {"resources": {rc: inv.used}}},
+                            "project_id": "p",
+                            "user_id": "u",
+                            "consumer_generation": None,
+                        },
+                        version=v,
+                    )
                     assert r.status_code == 204, r.text
             gen = api.get(base, version=v).json()["generation"]
             final = {
-                rc: {"total": inv.total, "reserved": inv.reserved, "min_unit": inv.min_unit,
-                     "max_unit": inv.max_unit, "step_size": inv.step_size,
-                     "allocation_ratio": inv.allocation_ratio}
+                rc: {
+                    "total": inv.total,
+                    "reserved": inv.reserved,
+                    "min_unit": inv.min_unit,
+                    "max_unit": inv.max_unit,
+                    "step_size": inv.step_size,
+                    "allocation_ratio": inv.allocation_ratio,
+                }
                 for rc, inv in p.inventories.items()
             }
-            r = api.put(f"{base}/inventories", json={
-                "resource_provider_generation": gen, "inventories": final}, version=v)
+            r = api.put(
+                f"{base}/inventories",
+                json={"resource_provider_generation": gen, "inventories": final},
+                version=v,
+            )
             assert r.status_code == 200, r.text
             gen = r.json()["resource_provider_generation"]
         if p.traits:
-            r = api.put(f"{base}/traits", json={
-                "resource_provider_generation": gen, "traits": sorted(p.traits)}, version=v)
+            r = api.put(
+                f"{base}/traits",
+                json={"resource_provider_generation": gen, "traits": sorted(p.traits)},
+                version=v,
+            )
             assert r.status_code == 200, r.text
             gen = r.json()["resource_provider_generation"]
         if p.aggregates:
-            r = api.put(f"{base}/aggregates", json={
-                "resource_provider_generation": gen, "aggregates": sorted(p.aggregates)},
-                version=v)
+            r = api.put(
+                f"{base}/aggregates",
+                json={"resource_provider_generation": gen, "aggregates": sorted(p.aggregates)},
+                version=v,
+            )
             assert r.status_code == 200, r.text
 
 
@@ -101,10 +126,13 @@ def response_keys(body: dict[str, Any], query: CandidateQuery) -> list[tuple[obj
     """Candidate keys (uuid form) of a 1.34+ response, in response order."""
     keys = []
     for item in body["allocation_requests"]:
-        allocations = tuple(sorted(
-            (u, rc, amount) for u, r in item["allocations"].items()
-            for rc, amount in r["resources"].items()
-        ))
+        allocations = tuple(
+            sorted(
+                (u, rc, amount)
+                for u, r in item["allocations"].items()
+                for rc, amount in r["resources"].items()
+            )
+        )
         mappings = tuple(
             (g.suffix, tuple(sorted(item["mappings"][g.suffix or ""]))) for g in query.groups
         )

@@ -64,10 +64,16 @@ def _new_uuid() -> str:
 
 def _provider_id(conn: Any, provider_uuid: str) -> int:
     rp = tables.resource_providers
-    return int(conn.execute(rp.select().with_only_columns(rp.c.id).where(rp.c.uuid == provider_uuid)).scalar_one())
+    return int(
+        conn.execute(
+            rp.select().with_only_columns(rp.c.id).where(rp.c.uuid == provider_uuid)
+        ).scalar_one()
+    )
 
 
-def seed_inventory(api: PlacementAPI, provider_uuid: str, inventories: dict[str, dict[str, Any]]) -> None:
+def seed_inventory(
+    api: PlacementAPI, provider_uuid: str, inventories: dict[str, dict[str, Any]]
+) -> None:
     """Add inventory rows to an existing provider (defaults as ``seed_provider``; generation
     untouched). Writes rows directly."""
     database = api.client.app.state.database  # type: ignore[attr-defined]
@@ -104,7 +110,11 @@ def seed_traits(api: PlacementAPI, provider_uuid: str, traits: list[str]) -> Non
 
 
 def seed_allocation(
-    api: PlacementAPI, provider_uuid: str, resource_class: str, used: int, consumer: str | None = None
+    api: PlacementAPI,
+    provider_uuid: str,
+    resource_class: str,
+    used: int,
+    consumer: str | None = None,
 ) -> str:
     """Record ``used`` units of ``resource_class`` against a provider for ``consumer`` (a new
     uuid by default; no consumer row). Writes the allocation row directly; returns the consumer."""

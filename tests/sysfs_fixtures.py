@@ -46,7 +46,9 @@ def _write(path: Path, text: str) -> None:
     path.write_text(text)
 
 
-def _write_pools(directory: Path, pools: Mapping[int, tuple[int, int]], sizes: Sequence[int]) -> None:
+def _write_pools(
+    directory: Path, pools: Mapping[int, tuple[int, int]], sizes: Sequence[int]
+) -> None:
     for size_kb in sizes:
         total, free = pools.get(size_kb, (0, 0))
         _write(directory / f"hugepages-{size_kb}kB/nr_hugepages", f"{total}\n")
@@ -97,11 +99,15 @@ def build_numa_host(
     return sys
 
 
-def build_flat_host(base: Path, *, cpus: int, memory_kb: int, page_sizes: Sequence[int] = (HUGE_2M,)) -> Path:
+def build_flat_host(
+    base: Path, *, cpus: int, memory_kb: int, page_sizes: Sequence[int] = (HUGE_2M,)
+) -> Path:
     """A host without ``node<N>`` directories (one cell): CPUs, ``proc/meminfo``, global huge pages."""
     sys = base / "sys"
     _write_cpus(sys, {cpu: [cpu] for cpu in range(cpus)})
-    _write(base / "proc/meminfo", f"MemTotal:       {memory_kb} kB\nMemFree:  {memory_kb // 2} kB\n")
+    _write(
+        base / "proc/meminfo", f"MemTotal:       {memory_kb} kB\nMemFree:  {memory_kb // 2} kB\n"
+    )
     _write_pools(sys / "kernel/mm/hugepages", {}, page_sizes)
     return sys
 
@@ -132,7 +138,10 @@ def amd_epyc_nps4(base: Path) -> Path:
     12 the other quadrants of the socket, 32 across sockets.
     """
     cells = [
-        Cell(cpus=[*range(8 * k, 8 * k + 8), *range(64 + 8 * k, 64 + 8 * k + 8)], memory_kb=64 * GiB_KB)
+        Cell(
+            cpus=[*range(8 * k, 8 * k + 8), *range(64 + 8 * k, 64 + 8 * k + 8)],
+            memory_kb=64 * GiB_KB,
+        )
         for k in range(8)
     ]
 
@@ -153,7 +162,11 @@ def uneven_hugepages(base: Path) -> Path:
     node0: 1024 x 2 MiB (1000 free), 4 x 1 GiB (2 free)   node1: 512 x 2 MiB, no 1 GiB page.
     """
     cells = [
-        Cell(cpus=range(0, 8), memory_kb=64 * GiB_KB, hugepages={HUGE_2M: (1024, 1000), HUGE_1G: (4, 2)}),
+        Cell(
+            cpus=range(0, 8),
+            memory_kb=64 * GiB_KB,
+            hugepages={HUGE_2M: (1024, 1000), HUGE_1G: (4, 2)},
+        ),
         Cell(cpus=range(8, 16), memory_kb=64 * GiB_KB, hugepages={HUGE_2M: (512, 512)}),
     ]
     return build_numa_host(base, cells, [[10, 20], [20, 10]])

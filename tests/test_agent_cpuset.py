@@ -22,7 +22,17 @@ from placement_numa.agent.cpuset import CpuSpecError, format_cpu_spec, parse_cpu
         ("0-3,^0-3", set()),
         ("1,1,1-2", {1, 2}),
     ],
-    ids=["empty", "one", "range", "exclusion", "exclusion-first", "excluded-range", "blanks", "all-excluded", "repeats"],
+    ids=[
+        "empty",
+        "one",
+        "range",
+        "exclusion",
+        "exclusion-first",
+        "excluded-range",
+        "blanks",
+        "all-excluded",
+        "repeats",
+    ],
 )
 def test_parse(spec: str, cpus: set[int]) -> None:
     assert parse_cpu_spec(spec) == cpus
@@ -39,7 +49,15 @@ def test_parse(spec: str, cpus: set[int]) -> None:
         ("-1", "'-1'"),
         ("^^1", "'^^1'"),
     ],
-    ids=["letter", "reversed", "open-range", "bare-caret", "double-range", "negative", "double-caret"],
+    ids=[
+        "letter",
+        "reversed",
+        "open-range",
+        "bare-caret",
+        "double-range",
+        "negative",
+        "double-caret",
+    ],
 )
 def test_parse_errors_name_the_item(spec: str, message: str) -> None:
     with pytest.raises(CpuSpecError, match=message.replace("^", r"\^").replace("-", r"\-")):

@@ -52,7 +52,12 @@ def test_amd_epyc_nps4_discovery(tmp_path: Path) -> None:
 def test_uneven_hugepages_discovery(tmp_path: Path) -> None:
     host = discover(uneven_hugepages(tmp_path), small_page_kb=4)
     pools = {(c.id, p.size_kb): (p.total, p.free) for c in host.cells for p in c.hugepages}
-    assert pools == {(0, HUGE_2M): (1024, 1000), (0, HUGE_1G): (4, 2), (1, HUGE_2M): (512, 512), (1, HUGE_1G): (0, 0)}
+    assert pools == {
+        (0, HUGE_2M): (1024, 1000),
+        (0, HUGE_1G): (4, 2),
+        (1, HUGE_2M): (512, 512),
+        (1, HUGE_1G): (0, 0),
+    }
     assert not host.has_smt(host.cpus)
 
 
@@ -101,7 +106,10 @@ def test_intel_default_everything_vcpu(tmp_path: Path) -> None:
     }  # fmt: skip
     # Offered page sizes without pages: provider with traits, no inventory.
     assert by_path["NUMA0/PAGE_1048576KB"].inventories == {}
-    assert by_path["NUMA0/PAGE_1048576KB"].traits == {"MEMORY_PAGE_SIZE_LARGE", "CUSTOM_MEMORY_PAGE_SIZE_1048576"}
+    assert by_path["NUMA0/PAGE_1048576KB"].traits == {
+        "MEMORY_PAGE_SIZE_LARGE",
+        "CUSTOM_MEMORY_PAGE_SIZE_1048576",
+    }
     assert tree.distances == ((10, 21), (21, 10))
 
 
@@ -129,7 +137,9 @@ def test_epyc_eight_cells(tmp_path: Path) -> None:
     cells = tree.cells()
     assert [c.cell_id for c in cells] == list(range(8))
     assert all(c.inventories["VCPU"].total == 16 for c in cells)
-    reserved = [tree.by_path()[f"NUMA{i}/PAGE_4KB"].inventories["MEMORY_MB"].reserved for i in range(8)]
+    reserved = [
+        tree.by_path()[f"NUMA{i}/PAGE_4KB"].inventories["MEMORY_MB"].reserved for i in range(8)
+    ]
     assert reserved == [101] + [100] * 7
     assert tree.distances[0] == (10, 11, 12, 12, 32, 32, 32, 32)
     assert len({p.uuid for p in tree.providers}) == len(tree.providers) == 1 + 8 * 4
@@ -138,14 +148,21 @@ def test_epyc_eight_cells(tmp_path: Path) -> None:
 def test_uneven_hugepages_tree(tmp_path: Path) -> None:
     tree = tree_for(uneven_hugepages(tmp_path), reserved_host_memory_mb=0)
     inv = {p.path: p.inventories.get("MEMORY_MB") for p in tree.providers if "PAGE" in p.path}
-    assert inv["NUMA0/PAGE_4KB"] is not None and inv["NUMA0/PAGE_4KB"].total == 64 * GiB_MB - 2048 - 4096
+    assert (
+        inv["NUMA0/PAGE_4KB"] is not None
+        and inv["NUMA0/PAGE_4KB"].total == 64 * GiB_MB - 2048 - 4096
+    )
     assert inv["NUMA1/PAGE_4KB"] is not None and inv["NUMA1/PAGE_4KB"].total == 64 * GiB_MB - 1024
     two_m = inv["NUMA0/PAGE_2048KB"]
     assert two_m is not None and two_m.as_dict() == {
         "total": 2048, "reserved": 0, "min_unit": 2, "max_unit": 2048, "step_size": 2, "allocation_ratio": 1.0,
     }  # fmt: skip
     one_g = inv["NUMA0/PAGE_1048576KB"]
-    assert one_g is not None and (one_g.total, one_g.step_size, one_g.min_unit) == (4096, 1024, 1024)
+    assert one_g is not None and (one_g.total, one_g.step_size, one_g.min_unit) == (
+        4096,
+        1024,
+        1024,
+    )
     assert inv["NUMA1/PAGE_1048576KB"] is None
     assert "HW_CPU_HYPERTHREADING" not in tree.by_path()["NUMA0"].traits
 
@@ -168,12 +185,22 @@ def test_uuids_are_deterministic(tmp_path: Path) -> None:
     [
         ({"cpu_dedicated_set": "70-90"}, "cpu_dedicated_set names CPUs 80-90 that this host lacks"),
         ({"cpu_shared_set": "0,200"}, "cpu_shared_set names CPUs 200 that this host lacks"),
-        ({"reserved_host_cpus": 100}, "reserved_host_cpus=100 exceeds the 80 CPUs reported as VCPU"),
+        (
+            {"reserved_host_cpus": 100},
+            "reserved_host_cpus=100 exceeds the 80 CPUs reported as VCPU",
+        ),
         ({"reserved_host_memory_mb": 10**7}, "reserved_host_memory_mb=10000000 exceeds"),
     ],
-    ids=["dedicated-unknown-cpus", "shared-unknown-cpus", "too-many-reserved-cpus", "too-much-reserved-memory"],
+    ids=[
+        "dedicated-unknown-cpus",
+        "shared-unknown-cpus",
+        "too-many-reserved-cpus",
+        "too-much-reserved-memory",
+    ],
 )
-def test_settings_checked_against_the_host(tmp_path: Path, settings: dict[str, object], message: str) -> None:
+def test_settings_checked_against_the_host(
+    tmp_path: Path, settings: dict[str, object], message: str
+) -> None:
     with pytest.raises(AgentConfigError, match=message):
         tree_for(two_socket_intel(tmp_path), **settings)
 
@@ -184,7 +211,10 @@ def test_settings_checked_against_the_host(tmp_path: Path, settings: dict[str, o
         ({"cpu_dedicated_set": "0-7", "cpu_shared_set": "6-9"}, "overlap on CPUs 6-7"),
         ({"cpu_dedicated_set": "4-x"}, "'4-x' is not a CPU number"),
         ({"cpu_shared_set": "3,^3"}, "names no CPUs"),
-        ({"cpu_dedicated_set": "0-3", "reserved_host_cpus": 1}, "reserved_host_cpus cannot be used"),
+        (
+            {"cpu_dedicated_set": "0-3", "reserved_host_cpus": 1},
+            "reserved_host_cpus cannot be used",
+        ),
         ({"cpu_allocation_ratio": 0}, "greater than 0"),
     ],
     ids=["overlap", "bad-spec", "empty-set", "reserved-with-dedicated", "zero-ratio"],

@@ -71,7 +71,12 @@ def agent(api: PlacementAPI) -> PlacementClient:
 
 def desired(sys: Path, hostname: str = "cn1", **settings: Any) -> DesiredTree:
     host = discover(sys, small_page_kb=4)
-    options: dict[str, Any] = {"hostname": hostname, "disk_gb": 500, "reserved_host_memory_mb": 512, **settings}
+    options: dict[str, Any] = {
+        "hostname": hostname,
+        "disk_gb": 500,
+        "reserved_host_memory_mb": 512,
+        **settings,
+    }
     return build(host, AgentSettings(**options).policy_for(host))
 
 
@@ -85,7 +90,9 @@ def tree_of(api: PlacementAPI, root_name: str) -> dict[str, dict[str, Any]]:
         tree[p["name"]] = {
             "uuid": p["uuid"],
             "parent": names.get(p["parent_provider_uuid"]),
-            "inventories": api.get(f"/resource_providers/{p['uuid']}/inventories").json()["inventories"],
+            "inventories": api.get(f"/resource_providers/{p['uuid']}/inventories").json()[
+                "inventories"
+            ],
             "traits": sorted(api.get(f"/resource_providers/{p['uuid']}/traits").json()["traits"]),
         }
     return tree
@@ -108,7 +115,9 @@ def test_first_run_registers_the_tree_and_second_run_writes_nothing(
         parent = None if provider.parent_path is None else by_path[provider.parent_path].name
         assert seen["parent"] == parent
         assert seen["traits"] == sorted(provider.traits)
-        assert seen["inventories"] == {rc: inv.as_dict() for rc, inv in provider.inventories.items()}
+        assert seen["inventories"] == {
+            rc: inv.as_dict() for rc, inv in provider.inventories.items()
+        }
     if len(tree.cell_ids) > 0:
         matrix = api.get(f"/resource_providers/{stored['cn1']['uuid']}/numa_distances").json()
         assert matrix["distances"]["0"]["0"] == 10
@@ -128,7 +137,9 @@ def test_changing_hugepages_updates_exactly_the_affected_inventories(
     stored = tree_of(api, "cn1")
     recorder.clear()
 
-    set_hugepages(sys, 0, HUGE_2M, 512)  # node0: 1024 -> 512 pages of 2 MiB (1 GiB back to small pages)
+    set_hugepages(
+        sys, 0, HUGE_2M, 512
+    )  # node0: 1024 -> 512 pages of 2 MiB (1 GiB back to small pages)
     report = sync(agent, desired(sys))
 
     assert sorted(recorder.writes) == sorted(
@@ -149,7 +160,10 @@ def test_changing_hugepages_updates_exactly_the_affected_inventories(
     sync(agent, desired(sys))
     assert sorted(recorder.writes) == sorted(
         [
-            ("PUT", f"/resource_providers/{stored['cn1_NUMA1_PAGE_1048576KB']['uuid']}/inventories"),
+            (
+                "PUT",
+                f"/resource_providers/{stored['cn1_NUMA1_PAGE_1048576KB']['uuid']}/inventories",
+            ),
             ("PUT", f"/resource_providers/{stored['cn1_NUMA1_PAGE_4KB']['uuid']}/inventories"),
         ]
     )
@@ -157,7 +171,9 @@ def test_changing_hugepages_updates_exactly_the_affected_inventories(
     assert (one_g["total"], one_g["step_size"], one_g["min_unit"]) == (2048, 1024, 1024)
 
 
-def test_cpu_set_change_moves_vcpu_to_pcpu(api: PlacementAPI, agent: PlacementClient, tmp_path: Path) -> None:
+def test_cpu_set_change_moves_vcpu_to_pcpu(
+    api: PlacementAPI, agent: PlacementClient, tmp_path: Path
+) -> None:
     sys = two_socket_intel(tmp_path)
     sync(agent, desired(sys))
     report = sync(agent, desired(sys, cpu_dedicated_set="2-39,42-79", cpu_shared_set="0-1,40-41"))
@@ -195,7 +211,9 @@ def test_vanished_providers_are_deleted_unless_allocated(
     # The kernel stops offering 1 GiB pages on both cells (e.g. booted without hugepagesz=1G).
     for node in (0, 1):
         for name in ("nr_hugepages", "free_hugepages"):
-            (sys / f"devices/system/node/node{node}/hugepages/hugepages-{HUGE_1G}kB/{name}").unlink()
+            (
+                sys / f"devices/system/node/node{node}/hugepages/hugepages-{HUGE_1G}kB/{name}"
+            ).unlink()
         (sys / f"devices/system/node/node{node}/hugepages/hugepages-{HUGE_1G}kB").rmdir()
     report = sync(agent, desired(sys))
 
@@ -226,10 +244,19 @@ def test_generation_conflict_is_retried_after_rereading(
     fired: list[int] = []
 
     def concurrent_writer(request: httpx.Request) -> None:
-        if request.method == "PUT" and request.url.path == f"/resource_providers/{cell_uuid}/inventories" and not fired:
+        if (
+            request.method == "PUT"
+            and request.url.path == f"/resource_providers/{cell_uuid}/inventories"
+            and not fired
+        ):
             fired.append(1)
-            generation = api.get(f"/resource_providers/{cell_uuid}/traits").json()["resource_provider_generation"]
-            body = {"resource_provider_generation": generation, "traits": ["HW_NUMA_ROOT", "CUSTOM_OPERATOR_TAG"]}
+            generation = api.get(f"/resource_providers/{cell_uuid}/traits").json()[
+                "resource_provider_generation"
+            ]
+            body = {
+                "resource_provider_generation": generation,
+                "traits": ["HW_NUMA_ROOT", "CUSTOM_OPERATOR_TAG"],
+            }
             assert api.put(f"/resource_providers/{cell_uuid}/traits", json=body).status_code == 200
 
     hooks = api.client.event_hooks
@@ -251,10 +278,17 @@ def test_adopts_a_flat_root_without_allocations_and_keeps_foreign_resources(
     """A compute node registered flat by Nova (its own uuid), with VCPU/MEMORY_MB/DISK_GB and a
     VGPU inventory, no guests: the agent keeps the uuid and VGPU, moves VCPU/MEMORY_MB down."""
     root_uuid = "9a0c41d6-0c7b-4c0e-8b52-4b6f8f1f0c11"
-    assert api.post("/resource_providers", json={"name": "cn1", "uuid": root_uuid}).status_code == 200
+    assert (
+        api.post("/resource_providers", json={"name": "cn1", "uuid": root_uuid}).status_code == 200
+    )
     flat = {
         "resource_provider_generation": 0,
-        "inventories": {"VCPU": {"total": 4}, "MEMORY_MB": {"total": 8192}, "DISK_GB": {"total": 10}, "VGPU": {"total": 2}},
+        "inventories": {
+            "VCPU": {"total": 4},
+            "MEMORY_MB": {"total": 8192},
+            "DISK_GB": {"total": 10},
+            "VGPU": {"total": 2},
+        },
     }
     assert api.put(f"/resource_providers/{root_uuid}/inventories", json=flat).status_code == 200
 
@@ -267,11 +301,15 @@ def test_adopts_a_flat_root_without_allocations_and_keeps_foreign_resources(
     assert stored["cn1_NUMA0"]["inventories"]["VCPU"]["total"] == 4
 
 
-def test_flat_root_with_allocations_is_reshaped(api: PlacementAPI, agent: PlacementClient, tmp_path: Path) -> None:
+def test_flat_root_with_allocations_is_reshaped(
+    api: PlacementAPI, agent: PlacementClient, tmp_path: Path
+) -> None:
     """A flat compute node with a running guest: the agent plans and applies a reshape, the
     guest's VCPU and MEMORY_MB move to the cell, and a second run writes nothing."""
     root_uuid = "9a0c41d6-0c7b-4c0e-8b52-4b6f8f1f0c12"
-    assert api.post("/resource_providers", json={"name": "cn1", "uuid": root_uuid}).status_code == 200
+    assert (
+        api.post("/resource_providers", json={"name": "cn1", "uuid": root_uuid}).status_code == 200
+    )
     flat = {
         "resource_provider_generation": 0,
         "inventories": {
@@ -290,7 +328,10 @@ def test_flat_root_with_allocations_is_reshaped(api: PlacementAPI, agent: Placem
     report = sync(agent, desired(sys), reshape=reshape_with_planner)
     assert report.notes == []
     stored = tree_of(api, "cn1")
-    usages = {name: api.get(f"/resource_providers/{p['uuid']}/usages").json()["usages"] for name, p in stored.items()}
+    usages = {
+        name: api.get(f"/resource_providers/{p['uuid']}/usages").json()["usages"]
+        for name, p in stored.items()
+    }
     assert usages["cn1"] == {"DISK_GB": 20}
     assert usages["cn1_NUMA0"] == {"VCPU": 2}
     assert usages["cn1_NUMA0_PAGE_4KB"] == {"MEMORY_MB": 2048}

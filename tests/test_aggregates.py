@@ -30,8 +30,13 @@ def _generation(api: PlacementAPI, rp: str) -> int:
 
 @pytest.mark.parametrize(
     ("version", "with_generation", "cached"),
-    [("1.1", False, False), ("1.15", False, True), ("1.18", False, True), ("1.19", True, True),
-     ("1.39", True, True)],
+    [
+        ("1.1", False, False),
+        ("1.15", False, True),
+        ("1.18", False, True),
+        ("1.19", True, True),
+        ("1.39", True, True),
+    ],
     ids=["1.1", "1.15", "1.18", "1.19", "1.39"],
 )
 def test_get_shape(api: PlacementAPI, version: str, with_generation: bool, cached: bool) -> None:
@@ -71,7 +76,8 @@ def test_put_with_generation_from_1_19(api: PlacementAPI) -> None:
     rp = create_provider(api)["uuid"]
     agg1, agg2 = _uuid(), _uuid()
     response = api.put(
-        _url(rp), json={"aggregates": [agg1, agg2], "resource_provider_generation": 0},
+        _url(rp),
+        json={"aggregates": [agg1, agg2], "resource_provider_generation": 0},
         version="1.19",
     )
     assert response.status_code == 200, response.text
@@ -83,10 +89,13 @@ def test_put_with_generation_from_1_19(api: PlacementAPI) -> None:
     error = stale.json()["errors"][0]
     assert error["code"] == "placement.concurrent_update"
     assert "Resource provider's generation already changed." in error["detail"]
-    old = api.put(_url(rp), json={"aggregates": [], "resource_provider_generation": 0}, version="1.22")
+    old = api.put(
+        _url(rp), json={"aggregates": [], "resource_provider_generation": 0}, version="1.22"
+    )
     assert old.status_code == 409 and "code" not in old.json()["errors"][0]
     assert api.get(_url(rp)).json() == {
-        "aggregates": [agg1, agg2], "resource_provider_generation": 1
+        "aggregates": [agg1, agg2],
+        "resource_provider_generation": 1,
     }
     emptied = api.put(_url(rp), json={"aggregates": [], "resource_provider_generation": 1})
     assert emptied.json() == {"aggregates": [], "resource_provider_generation": 2}
@@ -112,11 +121,22 @@ def test_aggregates_shared_between_providers(api: PlacementAPI) -> None:
         ("1.19", {"aggregates": []}, "JSON does not validate"),
         ("1.19", {"aggregates": ["abc"], "resource_provider_generation": 0}, "is not a 'uuid'"),
         ("1.19", {"aggregates": [], "resource_provider_generation": "0"}, "JSON does not validate"),
-        ("1.19", {"aggregates": [], "resource_provider_generation": 0, "x": 1},
-         "JSON does not validate"),
+        (
+            "1.19",
+            {"aggregates": [], "resource_provider_generation": 0, "x": 1},
+            "JSON does not validate",
+        ),
     ],
-    ids=["bad-uuid", "duplicate", "object-before-1.19", "list-from-1.19", "no-generation",
-         "bad-uuid-1.19", "string-generation", "extra-key"],
+    ids=[
+        "bad-uuid",
+        "duplicate",
+        "object-before-1.19",
+        "list-from-1.19",
+        "no-generation",
+        "bad-uuid-1.19",
+        "string-generation",
+        "extra-key",
+    ],
 )
 def test_put_bad_request(api: PlacementAPI, version: str, body: Any, message: str) -> None:
     rp = create_provider(api)["uuid"]
@@ -136,7 +156,10 @@ def test_unknown_provider(api: PlacementAPI) -> None:
         api.put(_url(missing), json=["abc"], version="1.1"),
     ):
         assert response.status_code == 404
-        assert f"No resource provider with uuid {missing} found" in response.json()["errors"][0]["detail"]
+        assert (
+            f"No resource provider with uuid {missing} found"
+            in response.json()["errors"][0]["detail"]
+        )
 
 
 def test_concurrent_puts_one_wins(api: PlacementAPI) -> None:

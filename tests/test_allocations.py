@@ -23,7 +23,9 @@ def _uuid() -> str:
     return str(uuid.uuid4())
 
 
-def _body(rp: str, resources: dict[str, int], gen: int | None = None, **extra: Any) -> dict[str, Any]:
+def _body(
+    rp: str, resources: dict[str, int], gen: int | None = None, **extra: Any
+) -> dict[str, Any]:
     body: dict[str, Any] = {
         "allocations": {rp: {"resources": resources}},
         "project_id": "proj",
@@ -57,7 +59,9 @@ def test_put_get_delete_latest(api: PlacementAPI) -> None:
     assert "last-modified" in got.headers and got.headers["cache-control"] == "no-cache"
     by_rp = api.get(f"/resource_providers/{rp}/allocations").json()
     assert by_rp == {
-        "allocations": {consumer: {"resources": {"VCPU": 2, "MEMORY_MB": 256}, "consumer_generation": 1}},
+        "allocations": {
+            consumer: {"resources": {"VCPU": 2, "MEMORY_MB": 256}, "consumer_generation": 1}
+        },
         "resource_provider_generation": START + 1,
     }
     assert api.delete(f"/allocations/{consumer}").status_code == 204
@@ -117,14 +121,21 @@ def test_consumer_generation(api: PlacementAPI) -> None:
     assert r.status_code == 409
     assert r.json()["errors"][0]["code"] == "placement.concurrent_update"
     assert "expected 1 but got None" in r.json()["errors"][0]["detail"]
-    assert api.put(f"/allocations/{consumer}", json=_body(rp, {"VCPU": 2}, gen=1)).status_code == 204
+    assert (
+        api.put(f"/allocations/{consumer}", json=_body(rp, {"VCPU": 2}, gen=1)).status_code == 204
+    )
     assert api.get(f"/allocations/{consumer}").json()["consumer_generation"] == 2
     # Missing consumer_generation at 1.28+ is a schema error.
     body = _body(rp, {"VCPU": 2})
     del body["consumer_generation"]
     assert api.put(f"/allocations/{consumer}", json=body, version="1.28").status_code == 400
     # Empty allocations remove them and the consumer.
-    assert api.put(f"/allocations/{consumer}", json=_body(rp, {}, gen=2) | {"allocations": {}}).status_code == 204
+    assert (
+        api.put(
+            f"/allocations/{consumer}", json=_body(rp, {}, gen=2) | {"allocations": {}}
+        ).status_code
+        == 204
+    )
     assert api.get(f"/allocations/{consumer}").json() == {"allocations": {}}
     assert _generation(api, rp) == START + 3
     # The consumer is gone: a new one starts again from null.
@@ -145,7 +156,9 @@ def test_consumer_type(api: PlacementAPI) -> None:
     assert api.put(f"/allocations/{consumer}", json=body, version="1.38").status_code == 400
     assert api.put(f"/allocations/{consumer}", json=body, version="1.37").status_code == 204
     assert api.get(f"/allocations/{consumer}").json()["consumer_type"] == "unknown"
-    r = api.put(f"/allocations/{consumer}", json=_body(rp, {"VCPU": 1}, gen=1, consumer_type="MIGRATION"))
+    r = api.put(
+        f"/allocations/{consumer}", json=_body(rp, {"VCPU": 1}, gen=1, consumer_type="MIGRATION")
+    )
     assert r.status_code == 204
     assert api.get(f"/allocations/{consumer}").json()["consumer_type"] == "MIGRATION"
     bad = _body(rp, {"VCPU": 1}, gen=2, consumer_type="lower-case")
@@ -190,7 +203,9 @@ def test_replacing_subtracts_old_allocations(api: PlacementAPI) -> None:
     rp = seed_provider(api, {"VCPU": {"total": 4}})
     consumer = _uuid()
     assert api.put(f"/allocations/{consumer}", json=_body(rp, {"VCPU": 3})).status_code == 204
-    assert api.put(f"/allocations/{consumer}", json=_body(rp, {"VCPU": 4}, gen=1)).status_code == 204
+    assert (
+        api.put(f"/allocations/{consumer}", json=_body(rp, {"VCPU": 4}, gen=1)).status_code == 204
+    )
     other = _uuid()
     assert api.put(f"/allocations/{other}", json=_body(rp, {"VCPU": 1})).status_code == 409
 
@@ -231,7 +246,12 @@ def test_moving_allocations_bumps_receiving_provider_only(api: PlacementAPI) -> 
 def test_post_allocations(api: PlacementAPI) -> None:
     rp = seed_provider(api, {"VCPU": {"total": 4}})
     c1, c2 = _uuid(), _uuid()
-    entry = {"project_id": "p", "user_id": "u", "consumer_generation": None, "consumer_type": "INSTANCE"}
+    entry = {
+        "project_id": "p",
+        "user_id": "u",
+        "consumer_generation": None,
+        "consumer_type": "INSTANCE",
+    }
     body = {
         c1: {"allocations": {rp: {"resources": {"VCPU": 2}}}, **entry},
         c2: {"allocations": {rp: {"resources": {"VCPU": 2}}}, **entry},
@@ -255,7 +275,9 @@ def test_post_allocations(api: PlacementAPI) -> None:
     assert set(api.get(f"/resource_providers/{rp}/allocations").json()["allocations"]) == {c3}
     # 1.13 form without generations.
     c4 = _uuid()
-    body_13 = {c4: {"allocations": {rp: {"resources": {"VCPU": 1}}}, "project_id": "p", "user_id": "u"}}
+    body_13 = {
+        c4: {"allocations": {rp: {"resources": {"VCPU": 1}}}, "project_id": "p", "user_id": "u"}
+    }
     assert api.post("/allocations", json=body_13, version="1.13").status_code == 204
     assert api.post("/allocations", json={}, version="1.13").status_code == 400
 
@@ -281,7 +303,9 @@ def test_over_capacity_may_shrink_but_not_grow(api: PlacementAPI) -> None:
         },
     )
     assert r.status_code == 200, r.text
-    assert api.put(f"/allocations/{consumer}", json=_body(rp, {"VCPU": 5}, gen=1)).status_code == 204
+    assert (
+        api.put(f"/allocations/{consumer}", json=_body(rp, {"VCPU": 5}, gen=1)).status_code == 204
+    )
     r = api.put(f"/allocations/{consumer}", json=_body(rp, {"VCPU": 6}, gen=2))
     assert r.status_code == 409 and "would exceed the capacity" in r.text
     assert api.put(f"/allocations/{_uuid()}", json=_body(rp, {"VCPU": 1})).status_code == 409

@@ -17,9 +17,7 @@ from placement_numa.engine.fleet import FleetSnapshot
 from tests.candidate_fleets import forests, queries, with_copies
 from tests.candidate_oracle import oracle
 
-PROPERTY = settings(
-    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+PROPERTY = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @st.composite
@@ -93,10 +91,10 @@ def test_rank_orders_candidates(case: tuple[FleetSnapshot, CandidateQuery], limi
 def wide_host(children: int, vfs: int = 1) -> FleetSnapshot:
     """One root with ``children`` children of ``vfs`` SRIOV_NET_VF each::
 
-        wide
-        ├── pf0 (SRIOV_NET_VF: vfs)
-        ├── ...
-        └── pf<children-1>
+    wide
+    ├── pf0 (SRIOV_NET_VF: vfs)
+    ├── ...
+    └── pf<children-1>
     """
     rows = [(1, "root", None, 1)] + [(i, f"pf{i}", 1, 1) for i in range(2, children + 2)]
     inventories = [(i, "SRIOV_NET_VF", vfs, 0, 1, vfs, 1, 1.0) for i in range(2, children + 2)]
@@ -105,7 +103,9 @@ def wide_host(children: int, vfs: int = 1) -> FleetSnapshot:
 
 def vf_groups(count: int, policy: str) -> CandidateQuery:
     return CandidateQuery(
-        groups=tuple(RequestGroup(suffix=str(i), resources={"SRIOV_NET_VF": 1}) for i in range(count)),
+        groups=tuple(
+            RequestGroup(suffix=str(i), resources={"SRIOV_NET_VF": 1}) for i in range(count)
+        ),
         group_policy=policy,  # type: ignore[arg-type]
     )
 
@@ -116,7 +116,9 @@ def test_identical_groups_give_every_distinct_mapping() -> None:
     assert len(keys) == len(set(keys)) == 120  # 5! mappings of identical groups to children
     assert set(keys) == oracle(fleet, vf_groups(5, "isolate"))
     two_each = wide_host(3, vfs=2)
-    assert set(engine_keys(two_each, vf_groups(4, "none"))) == oracle(two_each, vf_groups(4, "none"))
+    assert set(engine_keys(two_each, vf_groups(4, "none"))) == oracle(
+        two_each, vf_groups(4, "none")
+    )
 
 
 def test_impossible_wide_requests_do_not_explore_permutations() -> None:

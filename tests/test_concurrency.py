@@ -56,7 +56,9 @@ def _seed_provider(base_url: str) -> str:
     """A root provider with ``CAPACITY`` VCPU, made through the API; returns its uuid."""
     provider_uuid = str(uuid.uuid4())
     with httpx.Client(base_url=base_url, headers=HEADERS, timeout=30) as client:
-        r = client.post("/resource_providers", json={"name": f"rp-{provider_uuid}", "uuid": provider_uuid})
+        r = client.post(
+            "/resource_providers", json={"name": f"rp-{provider_uuid}", "uuid": provider_uuid}
+        )
         assert r.status_code == 200, r.text
         r = client.put(
             f"/resource_providers/{provider_uuid}/inventories",
@@ -91,7 +93,9 @@ def _new_consumers(base_url: str, provider: str) -> list[tuple[int, str]]:
         return results
 
     with ThreadPoolExecutor(THREADS) as pool:
-        return [item for chunk in pool.map(lambda _: one_thread(), range(THREADS)) for item in chunk]
+        return [
+            item for chunk in pool.map(lambda _: one_thread(), range(THREADS)) for item in chunk
+        ]
 
 
 def _same_consumer(base_url: str, provider: str, consumer: str) -> list[tuple[int, str]]:
@@ -117,23 +121,40 @@ def _same_consumer(base_url: str, provider: str, consumer: str) -> list[tuple[in
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
-def service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, str]]:
+def service(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, str, str]]:
     """``(backend, base_url, database_url)`` of a real 3-worker service on a fresh database."""
     backend: str = request.param
     try:
-        db: TestDatabase = create_database(backend, tmp_path_factory.mktemp(f"conc-{backend}"), "conc")
+        db: TestDatabase = create_database(
+            backend, tmp_path_factory.mktemp(f"conc-{backend}"), "conc"
+        )
     except Exception as exc:
         if in_ci():
             pytest.fail(f"{backend} is not reachable in CI: {exc}")
         pytest.skip(f"{backend} not reachable: {exc}")
     port = _free_port()
-    executable = shutil.which("placement-numa", path=str(Path(sys.executable).parent)) or "placement-numa"
+    executable = (
+        shutil.which("placement-numa", path=str(Path(sys.executable).parent)) or "placement-numa"
+    )
     log = tmp_path_factory.mktemp(f"log-{backend}") / "serve.log"
     prepare_database(Settings(database_url=db.url))
     with open(log, "wb") as log_file:
         process = subprocess.Popen(
-            [executable, "serve", "--workers", "3", "--host", "127.0.0.1", "--port", str(port),
-             "--database-url", db.url, "--no-migrate"],
+            [
+                executable,
+                "serve",
+                "--workers",
+                "3",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--database-url",
+                db.url,
+                "--no-migrate",
+            ],
             stdout=log_file,
             stderr=subprocess.STDOUT,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
@@ -161,7 +182,9 @@ def service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         drop_database(db)
 
 
-def _report(backend: str, scenario: str, results: list[tuple[int, str]], seconds: float) -> Counter[int]:
+def _report(
+    backend: str, scenario: str, results: list[tuple[int, str]], seconds: float
+) -> Counter[int]:
     statuses = Counter(status for status, _ in results)
     print(
         f"\n[concurrency] backend={backend} scenario={scenario} attempts={len(results)}"
@@ -187,7 +210,9 @@ def test_concurrent_writes_never_over_allocate(service: tuple[str, str, str]) ->
     assert successes == CAPACITY // AMOUNT  # everything that fits was granted
     usages = httpx.get(f"{base_url}/resource_providers/{provider}/usages", headers=HEADERS).json()
     assert usages["usages"] == {"VCPU": successes * AMOUNT}
-    allocations = httpx.get(f"{base_url}/resource_providers/{provider}/allocations", headers=HEADERS).json()
+    allocations = httpx.get(
+        f"{base_url}/resource_providers/{provider}/allocations", headers=HEADERS
+    ).json()
     assert len(allocations["allocations"]) == successes
     assert allocations["resource_provider_generation"] == 1 + successes  # inventory, then writes
 
@@ -198,7 +223,9 @@ def test_concurrent_writes_to_one_consumer(service: tuple[str, str, str]) -> Non
     consumer = str(uuid.uuid4())
     started = time.monotonic()
     with ProcessPoolExecutor(PROCESSES) as pool:
-        futures = [pool.submit(_same_consumer, base_url, provider, consumer) for _ in range(PROCESSES)]
+        futures = [
+            pool.submit(_same_consumer, base_url, provider, consumer) for _ in range(PROCESSES)
+        ]
         results = [item for future in futures for item in future.result(timeout=120)]
     statuses = _report(backend, "same-consumer", results, time.monotonic() - started)
 

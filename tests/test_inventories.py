@@ -45,7 +45,11 @@ def allocate(api: PlacementAPI, rp_uuid: str, resources: dict[str, int]) -> None
 
 
 def put_all(
-    api: PlacementAPI, rp: str, generation: int, inventories: dict[str, Any], version: str = "latest"
+    api: PlacementAPI,
+    rp: str,
+    generation: int,
+    inventories: dict[str, Any],
+    version: str = "latest",
 ) -> Any:
     return api.put(
         f"/resource_providers/{rp}/inventories",
@@ -63,7 +67,14 @@ def error_code(response: Any) -> str | None:
 
 @pytest.mark.parametrize(
     ("total", "reserved", "ratio", "expected"),
-    [(8, 0, 1.0, 8), (8, 2, 16.0, 96), (3, 0, 1.5, 4), (1, 0, 0.5, 0), (8, 8, 1.0, 0), (4, 5, 1.0, -1)],
+    [
+        (8, 0, 1.0, 8),
+        (8, 2, 16.0, 96),
+        (3, 0, 1.5, 4),
+        (1, 0, 0.5, 0),
+        (8, 8, 1.0, 0),
+        (4, 5, 1.0, -1),
+    ],
     ids=["plain", "overcommit", "truncates", "rounds-down-to-zero", "all-reserved", "negative"],
 )
 def test_capacity_rule(total: int, reserved: int, ratio: float, expected: int) -> None:
@@ -120,7 +131,13 @@ def test_get_one_without_inventory_is_404(api: PlacementAPI) -> None:
 def test_put_collection_applies_defaults_and_bumps_generation(api: PlacementAPI) -> None:
     rp = make_provider(api)
     response = put_all(
-        api, rp, 0, {"VCPU": {"total": 8, "allocation_ratio": 16}, "MEMORY_MB": {"total": 2048, "reserved": 512}}
+        api,
+        rp,
+        0,
+        {
+            "VCPU": {"total": 8, "allocation_ratio": 16},
+            "MEMORY_MB": {"total": 2048, "reserved": 512},
+        },
     )
     assert response.status_code == 200, response.text
     assert response.json() == {
@@ -136,7 +153,12 @@ def test_put_collection_applies_defaults_and_bumps_generation(api: PlacementAPI)
     assert "last-modified" in listed.headers
     one = api.get(f"/resource_providers/{rp}/inventories/MEMORY_MB")
     assert one.status_code == 200
-    assert one.json() == {**DEFAULTS, "total": 2048, "reserved": 512, "resource_provider_generation": 1}
+    assert one.json() == {
+        **DEFAULTS,
+        "total": 2048,
+        "reserved": 512,
+        "resource_provider_generation": 1,
+    }
     assert one.headers["cache-control"] == "no-cache"
     assert "last-modified" in one.headers
 
@@ -144,7 +166,10 @@ def test_put_collection_applies_defaults_and_bumps_generation(api: PlacementAPI)
     again = put_all(api, rp, 1, {"VCPU": {"total": 4}, "DISK_GB": {"total": 100, "step_size": 10}})
     assert again.status_code == 200
     assert again.json()["resource_provider_generation"] == 2
-    assert set(api.get(f"/resource_providers/{rp}/inventories").json()["inventories"]) == {"VCPU", "DISK_GB"}
+    assert set(api.get(f"/resource_providers/{rp}/inventories").json()["inventories"]) == {
+        "VCPU",
+        "DISK_GB",
+    }
 
 
 def test_put_empty_collection_still_bumps_generation(api: PlacementAPI) -> None:
@@ -189,9 +214,19 @@ def test_stale_generation_is_409(api: PlacementAPI) -> None:
         {"reserved": 1},
     ],
     ids=[
-        "total-zero", "total-negative", "total-too-big", "total-string", "total-bool",
-        "total-fraction", "reserved-negative", "min-unit-zero", "max-unit-zero",
-        "step-size-zero", "ratio-string", "extra-key", "no-total",
+        "total-zero",
+        "total-negative",
+        "total-too-big",
+        "total-string",
+        "total-bool",
+        "total-fraction",
+        "reserved-negative",
+        "min-unit-zero",
+        "max-unit-zero",
+        "step-size-zero",
+        "ratio-string",
+        "extra-key",
+        "no-total",
     ],
 )
 def test_put_collection_schema_errors(api: PlacementAPI, record: dict[str, Any]) -> None:
@@ -228,7 +263,9 @@ def test_integral_float_counts_as_integer(api: PlacementAPI) -> None:
 def test_wrong_media_type_is_415(api: PlacementAPI) -> None:
     rp = make_provider(api)
     response = api.put(
-        f"/resource_providers/{rp}/inventories", content=b"{}", headers={"content-type": "text/plain"}
+        f"/resource_providers/{rp}/inventories",
+        content=b"{}",
+        headers={"content-type": "text/plain"},
     )
     assert response.status_code == 415
 
@@ -246,8 +283,13 @@ def test_wrong_media_type_is_415(api: PlacementAPI) -> None:
         ("1.39", {"total": 8, "max_unit": 64}, 200),
     ],
     ids=[
-        "reserved-equals-total-1.25", "reserved-equals-total-1.26", "reserved-above-total",
-        "ratio-zero-1.25", "ratio-zero-1.26", "ratio-negative", "min-above-max-allowed",
+        "reserved-equals-total-1.25",
+        "reserved-equals-total-1.26",
+        "reserved-above-total",
+        "ratio-zero-1.25",
+        "ratio-zero-1.26",
+        "ratio-negative",
+        "min-above-max-allowed",
         "max-above-total-allowed",
     ],
 )
@@ -270,13 +312,18 @@ def test_unknown_resource_class(api: PlacementAPI, name: str) -> None:
     response = put_all(api, rp, 0, {name: {"total": 8}})
     assert response.status_code == 400
     assert f"No such resource class {name}" in response.json()["errors"][0]["detail"]
-    assert api.put(
-        f"/resource_providers/{rp}/inventories/{name}",
-        json={"resource_provider_generation": 0, "total": 1},
-    ).status_code == 404
+    assert (
+        api.put(
+            f"/resource_providers/{rp}/inventories/{name}",
+            json={"resource_provider_generation": 0, "total": 1},
+        ).status_code
+        == 404
+    )
     assert api.delete(f"/resource_providers/{rp}/inventories/{name}").status_code == 404
     # The generation did not move.
-    assert api.get(f"/resource_providers/{rp}/inventories").json()["resource_provider_generation"] == 0
+    assert (
+        api.get(f"/resource_providers/{rp}/inventories").json()["resource_provider_generation"] == 0
+    )
 
 
 # --- POST one -----------------------------------------------------------------------------------
@@ -317,7 +364,12 @@ def test_put_one(api: PlacementAPI) -> None:
         json={"resource_provider_generation": 1, "total": 4, "reserved": 1},
     )
     assert response.status_code == 200
-    assert response.json() == {**DEFAULTS, "total": 4, "reserved": 1, "resource_provider_generation": 2}
+    assert response.json() == {
+        **DEFAULTS,
+        "total": 4,
+        "reserved": 1,
+        "resource_provider_generation": 2,
+    }
     missing = api.put(
         f"/resource_providers/{rp}/inventories/DISK_GB",
         json={"resource_provider_generation": 2, "total": 4},
@@ -332,7 +384,9 @@ def test_put_one(api: PlacementAPI) -> None:
 
 def test_delete_one_and_all(api: PlacementAPI) -> None:
     rp = make_provider(api)
-    put_all(api, rp, 0, {"VCPU": {"total": 8}, "MEMORY_MB": {"total": 512}, "DISK_GB": {"total": 9}})
+    put_all(
+        api, rp, 0, {"VCPU": {"total": 8}, "MEMORY_MB": {"total": 512}, "DISK_GB": {"total": 9}}
+    )
     assert api.delete(f"/resource_providers/{rp}/inventories/VCPU").status_code == 204
     assert api.delete(f"/resource_providers/{rp}/inventories/VCPU").status_code == 404
     after_one = api.get(f"/resource_providers/{rp}/inventories").json()
@@ -348,7 +402,9 @@ def test_delete_one_and_all(api: PlacementAPI) -> None:
     }
     # Deleting nothing still bumps the generation, as Placement does.
     assert api.delete(f"/resource_providers/{rp}/inventories").status_code == 204
-    assert api.get(f"/resource_providers/{rp}/inventories").json()["resource_provider_generation"] == 4
+    assert (
+        api.get(f"/resource_providers/{rp}/inventories").json()["resource_provider_generation"] == 4
+    )
 
 
 # --- inventories with allocations ----------------------------------------------------------------
@@ -356,7 +412,9 @@ def test_delete_one_and_all(api: PlacementAPI) -> None:
 
 def test_inventory_in_use(api: PlacementAPI) -> None:
     rp = make_provider(api)
-    put_all(api, rp, 0, {"VCPU": {"total": 8}, "MEMORY_MB": {"total": 1024}, "DISK_GB": {"total": 10}})
+    put_all(
+        api, rp, 0, {"VCPU": {"total": 8}, "MEMORY_MB": {"total": 1024}, "DISK_GB": {"total": 10}}
+    )
     allocate(api, rp, {"VCPU": 4, "MEMORY_MB": 512})  # bumps the generation to 2
 
     removing = put_all(api, rp, 2, {"VCPU": {"total": 8}})
@@ -417,7 +475,9 @@ def test_concurrent_writers_at_one_generation(api: PlacementAPI) -> None:
     with ThreadPoolExecutor(max_workers=8) as pool:
         statuses = list(pool.map(write, range(8)))
     assert sorted(statuses) == [200] + [409] * 7, statuses
-    assert api.get(f"/resource_providers/{rp}/inventories").json()["resource_provider_generation"] == 1
+    assert (
+        api.get(f"/resource_providers/{rp}/inventories").json()["resource_provider_generation"] == 1
+    )
 
 
 @pytest.mark.parametrize("ratio", [0.9, 1.1, 16.0, 1.5], ids=["0.9", "1.1", "16", "1.5"])

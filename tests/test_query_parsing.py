@@ -42,8 +42,11 @@ def test_parse_resources(text: str, expected: dict[str, int]) -> None:
     [
         ("", "Got: empty string."),
         ("  ", "Got: empty string."),
-        ("VCPU", "Badly formed resources parameter. Expected resources query string parameter in"
-         " form: ?resources=VCPU:2,MEMORY_MB:1024. Got: VCPU."),
+        (
+            "VCPU",
+            "Badly formed resources parameter. Expected resources query string parameter in"
+            " form: ?resources=VCPU:2,MEMORY_MB:1024. Got: VCPU.",
+        ),
         ("VCPU:1:2", "Got: VCPU:1:2."),
         ("VCPU:1,", "Got: ."),
         ("VCPU:x", "Requested resource VCPU expected positive integer amount. Got: x."),
@@ -51,8 +54,17 @@ def test_parse_resources(text: str, expected: dict[str, int]) -> None:
         ("VCPU:0", "Requested resource VCPU requires amount >= 1. Got: 0."),
         ("VCPU:-3", "requires amount >= 1. Got: -3."),
     ],
-    ids=["empty", "blank", "no-amount", "two-colons", "trailing-comma", "not-int", "float",
-         "zero", "negative"],
+    ids=[
+        "empty",
+        "blank",
+        "no-amount",
+        "two-colons",
+        "trailing-comma",
+        "not-int",
+        "float",
+        "zero",
+        "negative",
+    ],
 )
 def test_parse_resources_errors(text: str, message: str) -> None:
     with pytest.raises(BadRequest) as info:
@@ -73,11 +85,23 @@ def test_parse_resources_errors(text: str, message: str) -> None:
         ([" A , B "], "1.18", RequiredTraits(frozenset({"A", "B"}))),
         (["in:C,D"], "1.39", RequiredTraits(any_of=(frozenset({"C", "D"}),))),
         (["in:C"], "1.39", RequiredTraits(frozenset({"C"}))),
-        (["in:C,D", "in:D,C", "A,!B"], "1.39",
-         RequiredTraits(frozenset({"A"}), (frozenset({"C", "D"}),), frozenset({"B"}))),
+        (
+            ["in:C,D", "in:D,C", "A,!B"],
+            "1.39",
+            RequiredTraits(frozenset({"A"}), (frozenset({"C", "D"}),), frozenset({"B"})),
+        ),
     ],
-    ids=["comma", "repeat-before-1.39", "repeat-1.39", "forbidden", "double-bang", "blanks",
-         "any-of", "any-of-single", "mixed"],
+    ids=[
+        "comma",
+        "repeat-before-1.39",
+        "repeat-1.39",
+        "forbidden",
+        "double-bang",
+        "blanks",
+        "any-of",
+        "any-of-single",
+        "mixed",
+    ],
 )
 def test_parse_required(values: list[str], version: str, expected: RequiredTraits) -> None:
     assert parse_required(values, V.parse(version)) == expected
@@ -86,21 +110,41 @@ def test_parse_required(values: list[str], version: str, expected: RequiredTrait
 @pytest.mark.parametrize(
     ("values", "version", "message"),
     [
-        ([""], "1.18", "Expected 'required' parameter value of the form: HW_CPU_X86_VMX,"
-         "CUSTOM_MAGIC. Got an empty trait in: "),
+        (
+            [""],
+            "1.18",
+            "Expected 'required' parameter value of the form: HW_CPU_X86_VMX,"
+            "CUSTOM_MAGIC. Got an empty trait in: ",
+        ),
         ([""], "1.22", "of the form: HW_CPU_X86_VMX,!CUSTOM_MAGIC. Got an empty trait in: "),
         (["A,,B"], "1.39", "Got an empty trait in: A,,B"),
         (["!"], "1.39", "Got an empty trait in: !"),
-        (["!B"], "1.21", "Expected 'required' parameter value of the form: HW_CPU_X86_VMX,"
-         "CUSTOM_MAGIC. Got: !B"),
-        (["in:A,B"], "1.38", "The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' only supported since"
-         " microversion 1.39. Got: in:A,B"),
+        (
+            ["!B"],
+            "1.21",
+            "Expected 'required' parameter value of the form: HW_CPU_X86_VMX,CUSTOM_MAGIC. Got: !B",
+        ),
+        (
+            ["in:A,B"],
+            "1.38",
+            "The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' only supported since"
+            " microversion 1.39. Got: in:A,B",
+        ),
         (["in:A,"], "1.39", "in:HW_CPU_X86_VMX,CUSTOM_MAGIC. Got an empty trait in: in:A,"),
         (["in:A,!B"], "1.39", "does not support forbidden traits. Got: in:A,!B"),
         (["!B", "A"], "1.21", None),  # only the last counts before 1.39: no error
     ],
-    ids=["empty-1.18", "empty-1.22", "empty-middle", "bang-only", "forbidden-before-1.22",
-         "in-before-1.39", "in-empty", "in-forbidden", "earlier-ignored"],
+    ids=[
+        "empty-1.18",
+        "empty-1.22",
+        "empty-middle",
+        "bang-only",
+        "forbidden-before-1.22",
+        "in-before-1.39",
+        "in-empty",
+        "in-forbidden",
+        "earlier-ignored",
+    ],
 )
 def test_parse_required_errors(values: list[str], version: str, message: str | None) -> None:
     if message is None:
@@ -115,9 +159,7 @@ def test_parse_required_errors(values: list[str], version: str, message: str | N
 def test_required_traits_helpers() -> None:
     traits = RequiredTraits(frozenset({"B", "A"}), (frozenset({"C", "D"}),), frozenset({"E"}))
     assert traits.names == {"A", "B", "C", "D", "E"}
-    assert traits.required_sets == (
-        frozenset({"A"}), frozenset({"B"}), frozenset({"C", "D"})
-    )
+    assert traits.required_sets == (frozenset({"A"}), frozenset({"B"}), frozenset({"C", "D"}))
     assert traits and not RequiredTraits()
 
 
@@ -128,9 +170,16 @@ def test_required_traits_helpers() -> None:
         ([f"in:{A1},{A2}"], "1.3", MemberOf((frozenset({A1, A2}),))),
         ([A1, f"in:{A2},{A3}"], "1.24", MemberOf((frozenset({A1}), frozenset({A2, A3})))),
         ([f"!{A1}"], "1.32", MemberOf(forbidden=frozenset({A1}))),
-        ([f"!in:{A1},{A2}", f"!{A3}", A2], "1.32",
-         MemberOf((frozenset({A2}),), frozenset({A1, A2, A3}))),
-        ([A1.replace("-", "").upper()], "1.3", MemberOf((frozenset({A1.replace("-", "").upper()}),))),
+        (
+            [f"!in:{A1},{A2}", f"!{A3}", A2],
+            "1.32",
+            MemberOf((frozenset({A2}),), frozenset({A1, A2, A3})),
+        ),
+        (
+            [A1.replace("-", "").upper()],
+            "1.3",
+            MemberOf((frozenset({A1.replace("-", "").upper()}),)),
+        ),
     ],
     ids=["one", "in", "repeat-and", "forbidden", "forbidden-in", "undashed-upper"],
 )
@@ -143,18 +192,40 @@ def test_parse_member_of(values: list[str], version: str, expected: MemberOf) ->
     [
         ([A1, A2], "1.23", "", "Multiple member_of parameters are not supported"),
         ([A1, A2], "1.23", "_X", "Multiple member_of_X parameters are not supported"),
-        ([f"!{A1}"], "1.31", "", "Forbidden member_of parameters are not supported in the"
-         " specified microversion"),
-        ([f"{A1},{A2}"], "1.39", "", "Multiple values for 'member_of' must be prefixed with the"
-         " 'in:' or '!in:' keyword using the valid microversion. Got: "),
-        (["abc"], "1.3", "", "Invalid query string parameters: Expected 'member_of' parameter to"
-         " contain valid UUID(s). Got: abc"),
+        (
+            [f"!{A1}"],
+            "1.31",
+            "",
+            "Forbidden member_of parameters are not supported in the specified microversion",
+        ),
+        (
+            [f"{A1},{A2}"],
+            "1.39",
+            "",
+            "Multiple values for 'member_of' must be prefixed with the"
+            " 'in:' or '!in:' keyword using the valid microversion. Got: ",
+        ),
+        (
+            ["abc"],
+            "1.3",
+            "",
+            "Invalid query string parameters: Expected 'member_of' parameter to"
+            " contain valid UUID(s). Got: abc",
+        ),
         ([f"in:{A1},"], "1.3", "", "contain valid UUID(s). Got: "),
         (["!in:x"], "1.39", "", "Got: x"),
         (["in:"], "1.39", "", "contain valid UUID(s). Got: "),
     ],
-    ids=["repeat-before-1.24", "repeat-suffix", "forbidden-before-1.32", "comma-no-in",
-         "not-uuid", "empty-in-member", "forbidden-not-uuid", "in-empty"],
+    ids=[
+        "repeat-before-1.24",
+        "repeat-suffix",
+        "forbidden-before-1.32",
+        "comma-no-in",
+        "not-uuid",
+        "empty-in-member",
+        "forbidden-not-uuid",
+        "in-empty",
+    ],
 )
 def test_parse_member_of_errors(values: list[str], version: str, suffix: str, message: str) -> None:
     with pytest.raises(BadRequest) as info:

@@ -46,7 +46,9 @@ def set_inventories(api: PlacementAPI, rp: str, inventories: dict[str, Any]) -> 
     assert response.status_code == 200, response.text
 
 
-def allocate(api: PlacementAPI, consumer: str, allocations: dict[str, dict[str, int]], gen: int | None = None) -> None:
+def allocate(
+    api: PlacementAPI, consumer: str, allocations: dict[str, dict[str, int]], gen: int | None = None
+) -> None:
     response = api.put(
         f"/allocations/{consumer}",
         json={
@@ -66,7 +68,8 @@ def snapshot(api: PlacementAPI) -> dict[str, list[tuple[Any, ...]]]:
     with database.read() as conn:
         return {
             table.name: sorted(
-                (tuple(row) for row in conn.execute(select(table))), key=lambda r: tuple(map(str, r))
+                (tuple(row) for row in conn.execute(select(table))),
+                key=lambda r: tuple(map(str, r)),
             )
             for table in tables.metadata.sorted_tables
         }
@@ -81,7 +84,9 @@ def tree(api: PlacementAPI) -> tuple[str, str, str]:
     return root, child, consumer
 
 
-def move_body(root: str, child: str, consumer: str, root_gen: int, **overrides: Any) -> dict[str, Any]:
+def move_body(
+    root: str, child: str, consumer: str, root_gen: int, **overrides: Any
+) -> dict[str, Any]:
     entry = {
         "allocations": {root: {"resources": {"DISK_GB": 5}}, child: {"resources": {"VCPU": 2}}},
         "project_id": "p",
@@ -92,7 +97,10 @@ def move_body(root: str, child: str, consumer: str, root_gen: int, **overrides: 
     entry.update(overrides)
     return {
         "inventories": {
-            root: {"resource_provider_generation": root_gen, "inventories": {"DISK_GB": {"total": 100}}},
+            root: {
+                "resource_provider_generation": root_gen,
+                "inventories": {"DISK_GB": {"total": 100}},
+            },
             child: {"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 8}}},
         },
         "allocations": {consumer: entry},
@@ -102,7 +110,9 @@ def move_body(root: str, child: str, consumer: str, root_gen: int, **overrides: 
 def test_reshape_moves_inventory_and_allocations(api: PlacementAPI) -> None:
     root, child, consumer = tree(api)
     root_gen = generation(api, root)
-    response = api.post("/reshaper", json=move_body(root, child, consumer, root_gen), version="1.38")
+    response = api.post(
+        "/reshaper", json=move_body(root, child, consumer, root_gen), version="1.38"
+    )
     assert response.status_code == 204, response.text
     assert response.content == b""
     # Generations move as in Placement: interim, allocations, final.
@@ -114,7 +124,9 @@ def test_reshape_moves_inventory_and_allocations(api: PlacementAPI) -> None:
         child: {"VCPU": 2},
     }
     assert got["consumer_generation"] == 2 and got["consumer_type"] == "INSTANCE"
-    assert set(api.get(f"/resource_providers/{root}/inventories").json()["inventories"]) == {"DISK_GB"}
+    assert set(api.get(f"/resource_providers/{root}/inventories").json()["inventories"]) == {
+        "DISK_GB"
+    }
     assert api.get(f"/resource_providers/{child}/usages").json()["usages"] == {"VCPU": 2}
 
 
@@ -141,36 +153,109 @@ def test_placement_errors(api: PlacementAPI) -> None:
     before = snapshot(api)
     error(api.post("/reshaper", json={}, version="1.29"), 404)
     error(api.post("/reshaper", json={"inventories": {}, "allocations": {}}, version="1.30"), 400)
-    error(api.post("/reshaper", json={"inventories": {root: {"resource_provider_generation": gen, "inventories": {}}}}, version="1.30"), 400)
+    error(
+        api.post(
+            "/reshaper",
+            json={"inventories": {root: {"resource_provider_generation": gen, "inventories": {}}}},
+            version="1.30",
+        ),
+        400,
+    )
     missing = new_uuid()
     error(
-        api.post("/reshaper", json={"inventories": {missing: {"resource_provider_generation": 0, "inventories": {}}}, "allocations": {}}, version="1.30"),
-        400, "placement.resource_provider.not_found", f"Resource provider {missing} in inventories not found",
+        api.post(
+            "/reshaper",
+            json={
+                "inventories": {missing: {"resource_provider_generation": 0, "inventories": {}}},
+                "allocations": {},
+            },
+            version="1.30",
+        ),
+        400,
+        "placement.resource_provider.not_found",
+        f"Resource provider {missing} in inventories not found",
     )
     error(
-        api.post("/reshaper", json={"inventories": {root: {"resource_provider_generation": 99, "inventories": {}}}, "allocations": {}}, version="1.30"),
-        409, "placement.concurrent_update", f"provider {root}: actual: {gen}, given: 99",
+        api.post(
+            "/reshaper",
+            json={
+                "inventories": {root: {"resource_provider_generation": 99, "inventories": {}}},
+                "allocations": {},
+            },
+            version="1.30",
+        ),
+        409,
+        "placement.concurrent_update",
+        f"provider {root}: actual: {gen}, given: 99",
     )
     error(
-        api.post("/reshaper", json={"inventories": {root: {"resource_provider_generation": gen, "inventories": {"DISK_GB": {"total": 100}}}}, "allocations": {}}, version="1.30"),
-        409, "placement.inventory.inuse", "update conflict: Inventory for 'VCPU'",
+        api.post(
+            "/reshaper",
+            json={
+                "inventories": {
+                    root: {
+                        "resource_provider_generation": gen,
+                        "inventories": {"DISK_GB": {"total": 100}},
+                    }
+                },
+                "allocations": {},
+            },
+            version="1.30",
+        ),
+        409,
+        "placement.inventory.inuse",
+        "update conflict: Inventory for 'VCPU'",
     )
-    error(api.post("/reshaper", json=move_body(root, child, consumer, gen, consumer_generation=7), version="1.38"),
-          409, "placement.concurrent_update", "consumer generation conflict")
+    error(
+        api.post(
+            "/reshaper",
+            json=move_body(root, child, consumer, gen, consumer_generation=7),
+            version="1.38",
+        ),
+        409,
+        "placement.concurrent_update",
+        "consumer generation conflict",
+    )
     body = move_body(root, child, consumer, gen)
     del body["allocations"][consumer]["consumer_type"]
     error(api.post("/reshaper", json=body, version="1.38"), 400, None, "consumer_type")
     body = move_body(root, child, consumer, gen)
     body["allocations"][consumer]["allocations"] = {missing: {"resources": {"VCPU": 1}}}
-    error(api.post("/reshaper", json=body, version="1.38"), 400, None, f"resource provider '{missing}' that does not exist")
     error(
-        api.post("/reshaper", json={"inventories": {root: {"resource_provider_generation": gen, "inventories": {"CUSTOM_NOPE": {"total": 1}}}}, "allocations": {}}, version="1.30"),
-        400, None, "No such resource class CUSTOM_NOPE",
+        api.post("/reshaper", json=body, version="1.38"),
+        400,
+        None,
+        f"resource provider '{missing}' that does not exist",
+    )
+    error(
+        api.post(
+            "/reshaper",
+            json={
+                "inventories": {
+                    root: {
+                        "resource_provider_generation": gen,
+                        "inventories": {"CUSTOM_NOPE": {"total": 1}},
+                    }
+                },
+                "allocations": {},
+            },
+            version="1.30",
+        ),
+        400,
+        None,
+        "No such resource class CUSTOM_NOPE",
     )
     body = move_body(root, child, consumer, gen)
     body["inventories"][child]["inventories"]["VCPU"]["total"] = 1
-    error(api.post("/reshaper", json=body, version="1.38"), 409, None, "Unable to allocate inventory")
-    error(api.post("/reshaper", content=b"{}", headers={"content-type": "text/plain"}, version="1.30"), 415)
+    error(
+        api.post("/reshaper", json=body, version="1.38"), 409, None, "Unable to allocate inventory"
+    )
+    error(
+        api.post(
+            "/reshaper", content=b"{}", headers={"content-type": "text/plain"}, version="1.30"
+        ),
+        415,
+    )
     assert snapshot(api) == before
 
 
@@ -188,7 +273,10 @@ def test_late_failures_leave_no_trace(api: PlacementAPI) -> None:
     def body(last_generation: int, root_inventories: dict[str, Any]) -> dict[str, Any]:
         allocations = {
             c: {
-                "allocations": {root: {"resources": {"MEMORY_MB": 128}}, child: {"resources": {"VCPU": 2}}},
+                "allocations": {
+                    root: {"resources": {"MEMORY_MB": 128}},
+                    child: {"resources": {"VCPU": 2}},
+                },
                 "project_id": "p",
                 "user_id": "u",
                 "consumer_generation": last_generation if c == consumers[-1] else 1,
@@ -206,11 +294,19 @@ def test_late_failures_leave_no_trace(api: PlacementAPI) -> None:
 
     before = snapshot(api)
     # The last consumer (by uuid, the order allocations are written in) has a stale generation.
-    error(api.post("/reshaper", json=body(5, {"MEMORY_MB": {"total": 4096}})), 409, "placement.concurrent_update")
+    error(
+        api.post("/reshaper", json=body(5, {"MEMORY_MB": {"total": 4096}})),
+        409,
+        "placement.concurrent_update",
+    )
     assert snapshot(api) == before
     # Every allocation fits, but the final inventory of root (last in the body) drops MEMORY_MB,
     # still in use.
-    error(api.post("/reshaper", json=body(1, {"DISK_GB": {"total": 10}})), 409, "placement.inventory.inuse")
+    error(
+        api.post("/reshaper", json=body(1, {"DISK_GB": {"total": 10}})),
+        409,
+        "placement.inventory.inuse",
+    )
     assert snapshot(api) == before
     # And the body that is right goes through.
     assert api.post("/reshaper", json=body(1, {"MEMORY_MB": {"total": 4096}})).status_code == 204

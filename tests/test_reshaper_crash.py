@@ -53,7 +53,9 @@ with database.write() as conn:
 """
 
 
-def test_sigkill_before_commit_leaves_no_trace(api: PlacementAPI, test_database: backends.TestDatabase) -> None:
+def test_sigkill_before_commit_leaves_no_trace(
+    api: PlacementAPI, test_database: backends.TestDatabase
+) -> None:
     root = create_provider(api)
     child = create_provider(api, parent=root)
     set_inventories(api, root, {"VCPU": {"total": 64}, "MEMORY_MB": {"total": 4096}})
@@ -62,12 +64,18 @@ def test_sigkill_before_commit_leaves_no_trace(api: PlacementAPI, test_database:
         allocate(api, c, {root: {"VCPU": 2, "MEMORY_MB": 128}})
     body = {
         "inventories": {
-            root: {"resource_provider_generation": generation(api, root), "inventories": {"MEMORY_MB": {"total": 4096}}},
+            root: {
+                "resource_provider_generation": generation(api, root),
+                "inventories": {"MEMORY_MB": {"total": 4096}},
+            },
             child: {"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 64}}},
         },
         "allocations": {
             c: {
-                "allocations": {root: {"resources": {"MEMORY_MB": 128}}, child: {"resources": {"VCPU": 2}}},
+                "allocations": {
+                    root: {"resources": {"MEMORY_MB": 128}},
+                    child: {"resources": {"VCPU": 2}},
+                },
                 "project_id": "p",
                 "user_id": "u",
                 "consumer_generation": 1,

@@ -33,7 +33,12 @@ FLAT_INVENTORIES = {
 def topology(cells: int) -> dict[str, Any]:
     return {
         "cells": [
-            {"id": i, "vcpus": 32 // cells, "pcpus": 16 // cells, "memory_mb": {"4": 65536 // cells}}
+            {
+                "id": i,
+                "vcpus": 32 // cells,
+                "pcpus": 16 // cells,
+                "memory_mb": {"4": 65536 // cells},
+            }
             for i in range(cells)
         ],
         "distances": [[10 if i == j else 21 for j in range(cells)] for i in range(cells)],
@@ -58,14 +63,21 @@ def flat_host(api: PlacementAPI) -> tuple[str, str, list[str]]:
 def tree_usages(api: PlacementAPI, root: str) -> dict[str, int]:
     totals: dict[str, int] = {}
     for rp in api.get(f"/resource_providers?in_tree={root}").json()["resource_providers"]:
-        for rc, used in api.get(f"/resource_providers/{rp['uuid']}/usages").json()["usages"].items():
+        for rc, used in (
+            api.get(f"/resource_providers/{rp['uuid']}/usages").json()["usages"].items()
+        ):
             totals[rc] = totals.get(rc, 0) + used
     return {rc: v for rc, v in totals.items() if v}
 
 
-def consumer_allocations(api: PlacementAPI, consumers: list[str]) -> dict[str, dict[str, dict[str, int]]]:
+def consumer_allocations(
+    api: PlacementAPI, consumers: list[str]
+) -> dict[str, dict[str, dict[str, int]]]:
     return {
-        c: {rp: v["resources"] for rp, v in api.get(f"/allocations/{c}").json()["allocations"].items()}
+        c: {
+            rp: v["resources"]
+            for rp, v in api.get(f"/allocations/{c}").json()["allocations"].items()
+        }
         for c in consumers
     }
 
@@ -97,15 +109,21 @@ def test_reshape_to_numa_and_back(api: PlacementAPI, cells: int) -> None:
     cli.apply_plan(api.client, local)
     providers = api.get(f"/resource_providers?in_tree={root}").json()["resource_providers"]
     assert len(providers) == 1 + 2 * cells
-    cell_uuids = [p["uuid"] for p in providers if p["name"].endswith(tuple(f"_NUMA{i}" for i in range(cells)))]
+    cell_uuids = [
+        p["uuid"] for p in providers if p["name"].endswith(tuple(f"_NUMA{i}" for i in range(cells)))
+    ]
     assert len(cell_uuids) == cells
     for cell in cell_uuids:
         assert api.get(f"/resource_providers/{cell}/traits").json()["traits"] == ["HW_NUMA_ROOT"]
-    assert set(api.get(f"/resource_providers/{root}/inventories").json()["inventories"]) == {"DISK_GB"}
+    assert set(api.get(f"/resource_providers/{root}/inventories").json()["inventories"]) == {
+        "DISK_GB"
+    }
     assert tree_usages(api, root) == usages
     assert api.get("/usages?project_id=p").json()["usages"] == project
     distances = api.get(f"/resource_providers/{root}/numa_distances").json()["distances"]
-    assert distances == {str(i): {str(j): 10 if i == j else 21 for j in range(cells)} for i in range(cells)}
+    assert distances == {
+        str(i): {str(j): 10 if i == j else 21 for j in range(cells)} for i in range(cells)
+    }
     moved = consumer_allocations(api, consumers)
     for c in consumers:
         assert moved[c][root] == {"DISK_GB": 10}
@@ -116,14 +134,19 @@ def test_reshape_to_numa_and_back(api: PlacementAPI, cells: int) -> None:
 
     # Re-planning the NUMA host onto NUMA is refused; the way back restores the flat host.
     refused = api.post("/reshaper/plan", json={"host": name, "topology": topology(cells)})
-    assert refused.status_code == 400 and "already has NUMA" in refused.json()["errors"][0]["detail"]
+    assert (
+        refused.status_code == 400 and "already has NUMA" in refused.json()["errors"][0]["detail"]
+    )
     back = plan(api, host=name, direction="to_flat")
     assert back["usages"]["before"] == back["usages"]["after"]
     cli.apply_plan(api.client, cli.make_plan(api.client, name, None))
     providers = api.get(f"/resource_providers?in_tree={root}").json()["resource_providers"]
     assert [p["uuid"] for p in providers] == [root]
     assert api.get(f"/resource_providers/{root}/numa_distances").status_code == 404
-    assert api.get(f"/resource_providers/{root}/inventories").json()["inventories"] == original_inventories
+    assert (
+        api.get(f"/resource_providers/{root}/inventories").json()["inventories"]
+        == original_inventories
+    )
     assert consumer_allocations(api, consumers) == original
     assert tree_usages(api, root) == usages
     assert api.get("/usages?project_id=p").json()["usages"] == project
@@ -147,12 +170,25 @@ def test_unplaceable_consumer_is_refused_by_name(api: PlacementAPI) -> None:
 
 def test_plan_errors(api: PlacementAPI) -> None:
     root, name, _ = flat_host(api)
-    assert api.post("/reshaper/plan", json={"host": "nope", "topology": topology(2)}).status_code == 404
+    assert (
+        api.post("/reshaper/plan", json={"host": "nope", "topology": topology(2)}).status_code
+        == 404
+    )
     assert api.post("/reshaper/plan", json={"host": name}).status_code == 400
     bad = api.post("/reshaper/plan", json={"host": name, "topology": {"cells": []}})
-    assert bad.status_code == 400 and "cells must be a non-empty list" in bad.json()["errors"][0]["detail"]
-    assert api.post("/reshaper/plan", json={"host": name, "direction": "to_flat"}).status_code == 400
-    assert api.post("/reshaper/plan", json={"host": name, "topology": topology(2)}, version="1.29").status_code == 404
+    assert (
+        bad.status_code == 400
+        and "cells must be a non-empty list" in bad.json()["errors"][0]["detail"]
+    )
+    assert (
+        api.post("/reshaper/plan", json={"host": name, "direction": "to_flat"}).status_code == 400
+    )
+    assert (
+        api.post(
+            "/reshaper/plan", json={"host": name, "topology": topology(2)}, version="1.29"
+        ).status_code
+        == 404
+    )
 
 
 def test_refused_reshape_removes_the_providers_it_created(api: PlacementAPI) -> None:
@@ -173,7 +209,12 @@ def test_atomic_apply_endpoint_to_numa_and_back(api: PlacementAPI) -> None:
     # A provider already holds the name planned for cell 1's small pages: the apply fails after
     # cell 0's providers were created inside the transaction, and leaves nothing behind.
     squatter = create_provider(api)
-    assert api.put(f"/resource_providers/{squatter}", json={"name": f"{name}_NUMA1_PAGE_4KB"}).status_code == 200
+    assert (
+        api.put(
+            f"/resource_providers/{squatter}", json={"name": f"{name}_NUMA1_PAGE_4KB"}
+        ).status_code
+        == 200
+    )
     before = snapshot(api)
     response = api.post("/reshaper/apply", json={"host": name, "topology": topology(4)})
     assert response.status_code == 409, response.text
@@ -181,7 +222,9 @@ def test_atomic_apply_endpoint_to_numa_and_back(api: PlacementAPI) -> None:
     assert snapshot(api) == before
     assert api.delete(f"/resource_providers/{squatter}").status_code == 204
 
-    applied = api.post("/reshaper/apply", json={"host": name, "topology": topology(4), "policy": "pack"})
+    applied = api.post(
+        "/reshaper/apply", json={"host": name, "topology": topology(4), "policy": "pack"}
+    )
     assert applied.status_code == 200, applied.text
     providers = api.get(f"/resource_providers?in_tree={root}").json()["resource_providers"]
     assert len(providers) == 9
@@ -189,6 +232,9 @@ def test_atomic_apply_endpoint_to_numa_and_back(api: PlacementAPI) -> None:
     assert len(api.get(f"/resource_providers/{root}/numa_distances").json()["distances"]) == 4
     back = api.post("/reshaper/apply", json={"host": name, "direction": "to_flat"})
     assert back.status_code == 200, back.text
-    assert [p["uuid"] for p in api.get(f"/resource_providers?in_tree={root}").json()["resource_providers"]] == [root]
+    assert [
+        p["uuid"]
+        for p in api.get(f"/resource_providers?in_tree={root}").json()["resource_providers"]
+    ] == [root]
     assert consumer_allocations(api, consumers) == original
     assert api.get(f"/resource_providers/{root}/numa_distances").status_code == 404

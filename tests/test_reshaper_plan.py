@@ -46,7 +46,9 @@ def consumer(n: int, resources: dict[str, int], **kwargs: object) -> ConsumerSta
 def flat_host(consumers: list[ConsumerState] | None = None) -> HostState:
     if consumers is None:
         consumers = [consumer(i, {"VCPU": 2, "MEMORY_MB": 2048, "DISK_GB": 10}) for i in range(8)]
-        consumers += [consumer(100 + i, {"PCPU": 2, "MEMORY_MB": 4096, "DISK_GB": 10}) for i in range(4)]
+        consumers += [
+            consumer(100 + i, {"PCPU": 2, "MEMORY_MB": 4096, "DISK_GB": 10}) for i in range(4)
+        ]
     root = ProviderState(
         uuid=ROOT,
         name="cn1",
@@ -64,7 +66,12 @@ def flat_host(consumers: list[ConsumerState] | None = None) -> HostState:
 def topology(cells: int, distances: bool = True, **extra: object) -> dict[str, object]:
     doc: dict[str, object] = {
         "cells": [
-            {"id": i, "vcpus": 32 // cells, "pcpus": 16 // cells, "memory_mb": {"4": 65536 // cells}}
+            {
+                "id": i,
+                "vcpus": 32 // cells,
+                "pcpus": 16 // cells,
+                "memory_mb": {"4": 65536 // cells},
+            }
             for i in range(cells)
         ],
         **extra,
@@ -96,7 +103,9 @@ def numa_host(plan_host: HostState, cells: int, policy: str = "pack") -> HostSta
         uuid=root.uuid,
         name=root.name,
         generation=root.generation + 2,
-        inventories={rc: Inventory.from_dict(v) for rc, v in body["inventories"][ROOT]["inventories"].items()},
+        inventories={
+            rc: Inventory.from_dict(v) for rc, v in body["inventories"][ROOT]["inventories"].items()
+        },
     )
     consumers = [
         ConsumerState(
@@ -114,7 +123,9 @@ def numa_host(plan_host: HostState, cells: int, policy: str = "pack") -> HostSta
     return HostState(root=root, descendants=tuple(providers), consumers=tuple(consumers))
 
 
-def usage_by_class(host: HostState, allocations: dict[str, dict[str, object]] | None = None) -> dict[str, int]:
+def usage_by_class(
+    host: HostState, allocations: dict[str, dict[str, object]] | None = None
+) -> dict[str, int]:
     totals: dict[str, int] = {}
     for c in host.consumers:
         allocs = (
@@ -184,7 +195,8 @@ def test_page_size_and_numa_nodes_hints() -> None:
     small = consumer(2, {"VCPU": 1, "MEMORY_MB": 512})
     doc = {
         "cells": [
-            {"id": i, "vcpus": 8, "pcpus": 8, "memory_mb": {"4": 16384, "2048": 8192}} for i in range(2)
+            {"id": i, "vcpus": 8, "pcpus": 8, "memory_mb": {"4": 16384, "2048": 8192}}
+            for i in range(2)
         ]
     }
     plan = plan_to_numa(flat_host([big, small]), parse_topology(doc))
@@ -194,7 +206,10 @@ def test_page_size_and_numa_nodes_hints() -> None:
         "cn1_NUMA1": {"PCPU": 2},
         "cn1_NUMA1_PAGE_2048KB": {"MEMORY_MB": 4096},
     }
-    assert plan.placements[small.uuid] == {"cn1_NUMA0": {"VCPU": 1}, "cn1_NUMA0_PAGE_4KB": {"MEMORY_MB": 512}}
+    assert plan.placements[small.uuid] == {
+        "cn1_NUMA0": {"VCPU": 1},
+        "cn1_NUMA0_PAGE_4KB": {"MEMORY_MB": 512},
+    }
     huge = next(p for p in plan.create_providers if p.name == "cn1_NUMA0_PAGE_2048KB")
     inv = plan.body["inventories"][huge.uuid]["inventories"]["MEMORY_MB"]
     assert inv["step_size"] == 2 and inv["min_unit"] == 2 and inv["allocation_ratio"] == 1.0
@@ -262,8 +277,12 @@ def test_to_flat_keeps_capacity_when_ratios_differ() -> None:
     cell = host.cells()[1]
     invs = dict(cell.inventories)
     invs["VCPU"] = Inventory(total=16, allocation_ratio=2.0)
-    changed = ProviderState(cell.uuid, cell.name, cell.generation, cell.parent_uuid, invs, cell.traits)
-    host = HostState(host.root, tuple(changed if p.uuid == cell.uuid else p for p in host.descendants), ())
+    changed = ProviderState(
+        cell.uuid, cell.name, cell.generation, cell.parent_uuid, invs, cell.traits
+    )
+    host = HostState(
+        host.root, tuple(changed if p.uuid == cell.uuid else p for p in host.descendants), ()
+    )
     vcpu = Inventory.from_dict(plan_to_flat(host).body["inventories"][ROOT]["inventories"]["VCPU"])
     assert vcpu.total == 32 and vcpu.capacity == 16 * 4 + 16 * 2
 
@@ -295,7 +314,17 @@ def test_untyped_consumers_use_microversion_1_30() -> None:
         ({"cells": [{"id": 0, "cpus": 1}]}, "unknown keys"),
         ({"cells": [{"id": 0}], "consumers": {"x": {"pages": 1}}}, "hints"),
     ],
-    ids=["no-cells", "dup-ids", "partial-page", "bad-page", "short-matrix", "diagonal", "negative", "unknown", "hint"],
+    ids=[
+        "no-cells",
+        "dup-ids",
+        "partial-page",
+        "bad-page",
+        "short-matrix",
+        "diagonal",
+        "negative",
+        "unknown",
+        "hint",
+    ],
 )
 def test_topology_validation(doc: dict[str, object], message: str) -> None:
     with pytest.raises(TopologyInvalid, match=message):

@@ -16,8 +16,12 @@ def _names(api: PlacementAPI) -> list[str]:
 
 @pytest.mark.parametrize(
     ("method", "path"),
-    [("GET", "/resource_classes"), ("GET", "/resource_classes/VCPU"),
-     ("DELETE", "/resource_classes/CUSTOM_X"), ("PUT", "/resource_classes/CUSTOM_X")],
+    [
+        ("GET", "/resource_classes"),
+        ("GET", "/resource_classes/VCPU"),
+        ("DELETE", "/resource_classes/CUSTOM_X"),
+        ("PUT", "/resource_classes/CUSTOM_X"),
+    ],
     ids=["list", "show", "delete", "put"],
 )
 def test_absent_before_1_2(api: PlacementAPI, method: str, path: str) -> None:
@@ -65,8 +69,14 @@ def test_post_creates_custom_class(api: PlacementAPI) -> None:
 
 @pytest.mark.parametrize(
     "body",
-    [{"name": "VCPU"}, {"name": "CUSTOM_lower"}, {"name": "CUSTOM_" + "A" * 250}, {},
-     {"name": "CUSTOM_X", "extra": 1}, {"name": 1}],
+    [
+        {"name": "VCPU"},
+        {"name": "CUSTOM_lower"},
+        {"name": "CUSTOM_" + "A" * 250},
+        {},
+        {"name": "CUSTOM_X", "extra": 1},
+        {"name": 1},
+    ],
     ids=["standard", "lowercase", "too-long", "no-name", "extra-key", "not-a-string"],
 )
 def test_post_invalid_name_is_400(api: PlacementAPI, body: dict[str, object]) -> None:
@@ -81,7 +91,10 @@ def test_custom_ids_start_at_10000(api: PlacementAPI) -> None:
 
     with database.read() as conn:
         ids = names.resource_class_ids(conn, ["CUSTOM_A", "CUSTOM_B"])
-    assert ids == {"CUSTOM_A": CUSTOM_RESOURCE_CLASS_START_ID, "CUSTOM_B": CUSTOM_RESOURCE_CLASS_START_ID + 1}
+    assert ids == {
+        "CUSTOM_A": CUSTOM_RESOURCE_CLASS_START_ID,
+        "CUSTOM_B": CUSTOM_RESOURCE_CLASS_START_ID + 1,
+    }
 
 
 def test_put_creates_from_1_7(api: PlacementAPI) -> None:

@@ -57,7 +57,9 @@ def _uuids(response: Any) -> list[str]:
     ],
     ids=["1.0", "1.1", "1.6", "1.11", "1.14", "1.39"],
 )
-def test_representation(api: PlacementAPI, version: str, rels: list[str], tree_fields: bool) -> None:
+def test_representation(
+    api: PlacementAPI, version: str, rels: list[str], tree_fields: bool
+) -> None:
     rp = create_provider(api, name="cn1")
     for response in (
         api.get(f"/resource_providers/{rp['uuid']}", version=version),
@@ -157,12 +159,26 @@ def test_post_with_parent(api: PlacementAPI) -> None:
             "parent provider UUID cannot be same as UUID.",
         ),
     ],
-    ids=["empty-name", "long-name", "int-name", "no-name", "list", "bad-uuid", "null-uuid",
-         "extra-key", "parent-before-1.14", "bad-parent", "unknown-parent", "self-parent"],
+    ids=[
+        "empty-name",
+        "long-name",
+        "int-name",
+        "no-name",
+        "list",
+        "bad-uuid",
+        "null-uuid",
+        "extra-key",
+        "parent-before-1.14",
+        "bad-parent",
+        "unknown-parent",
+        "self-parent",
+    ],
 )
 def test_post_bad_request(api: PlacementAPI, version: str, body: Any, message: str) -> None:
     response = api.post("/resource_providers", json=body, version=version)
-    assert message in _error(response, 400, code="placement.undefined_code" if mv_at_least(version, "1.23") else None)
+    assert message in _error(
+        response, 400, code="placement.undefined_code" if mv_at_least(version, "1.23") else None
+    )
 
 
 def test_post_name_and_uuid_are_unique(api: PlacementAPI) -> None:
@@ -180,7 +196,9 @@ def test_post_name_and_uuid_are_unique(api: PlacementAPI) -> None:
 
 
 def test_post_needs_json(api: PlacementAPI) -> None:
-    response = api.post("/resource_providers", content=b"name=x", headers={"content-type": "text/plain"})
+    response = api.post(
+        "/resource_providers", content=b"name=x", headers={"content-type": "text/plain"}
+    )
     assert response.status_code == 415
 
 
@@ -228,7 +246,9 @@ def test_list_unknown_params(api: PlacementAPI, version: str, query: str) -> Non
     assert (
         f"Invalid query string parameters: Additional properties are not allowed ('{name}' was"
         " unexpected)"
-    ) in _error(response, 400, code="placement.undefined_code" if mv_at_least(version, "1.23") else None)
+    ) in _error(
+        response, 400, code="placement.undefined_code" if mv_at_least(version, "1.23") else None
+    )
 
 
 @pytest.mark.parametrize(
@@ -239,15 +259,28 @@ def test_list_unknown_params(api: PlacementAPI, version: str, query: str) -> Non
         ("member_of=abc", "Expected 'member_of' parameter to contain valid UUID(s). Got: abc"),
         ("resources=VCPU", "Badly formed resources parameter."),
         ("resources=VCPU:0", "Requested resource VCPU requires amount >= 1. Got: 0."),
-        ("resources=FOO:1", "Invalid resource class in resources parameter: No such resource"
-         " class FOO."),
-        ("required=CUSTOM_NOPE", 'Invalid trait(s) in "required" parameter: No such trait(s):'
-         " CUSTOM_NOPE."),
+        (
+            "resources=FOO:1",
+            "Invalid resource class in resources parameter: No such resource class FOO.",
+        ),
+        (
+            "required=CUSTOM_NOPE",
+            'Invalid trait(s) in "required" parameter: No such trait(s): CUSTOM_NOPE.',
+        ),
         ("required=!CUSTOM_NOPE", "No such trait(s): CUSTOM_NOPE."),
         ("required=", "Got an empty trait in: "),
     ],
-    ids=["uuid", "in_tree", "member_of", "resources-form", "resources-zero", "resources-class",
-         "required-unknown", "forbidden-unknown", "required-empty"],
+    ids=[
+        "uuid",
+        "in_tree",
+        "member_of",
+        "resources-form",
+        "resources-zero",
+        "resources-class",
+        "required-unknown",
+        "forbidden-unknown",
+        "required-empty",
+    ],
 )
 def test_list_bad_values(api: PlacementAPI, query: str, message: str) -> None:
     assert message in _error(api.get(f"/resource_providers?{query}"), 400)
@@ -319,8 +352,14 @@ def test_list_resources(api: PlacementAPI) -> None:
     small = create_provider(api, name="small")["uuid"]
     big = create_provider(api, name="big")["uuid"]
     stepped = create_provider(api, name="stepped")["uuid"]
-    seed_inventory(api, small, {"VCPU": {"total": 4, "reserved": 1, "allocation_ratio": 2.0},
-                                "MEMORY_MB": {"total": 1024}})
+    seed_inventory(
+        api,
+        small,
+        {
+            "VCPU": {"total": 4, "reserved": 1, "allocation_ratio": 2.0},
+            "MEMORY_MB": {"total": 1024},
+        },
+    )
     seed_inventory(api, big, {"VCPU": {"total": 64, "max_unit": 16}, "MEMORY_MB": {"total": 65536}})
     seed_inventory(api, stepped, {"DISK_GB": {"total": 100, "min_unit": 10, "step_size": 10}})
     seed_allocation(api, small, "VCPU", 3)
@@ -370,7 +409,9 @@ def test_put_rename(api: PlacementAPI) -> None:
     assert api.put(f"/resource_providers/{rp}", json={"name": "new"}).status_code == 200
     other = create_provider(api, name="other")["uuid"]
     detail = _error(
-        api.put(f"/resource_providers/{other}", json={"name": "new"}), 409, "placement.duplicate_name"
+        api.put(f"/resource_providers/{other}", json={"name": "new"}),
+        409,
+        "placement.duplicate_name",
     )
     assert "Conflicting resource provider new already exists." in detail
 
@@ -382,15 +423,22 @@ def test_put_rename(api: PlacementAPI) -> None:
         ("1.39", {"name": "x", "uuid": _uuid()}, "JSON does not validate"),
         ("1.13", {"name": "x", "parent_provider_uuid": None}, "JSON does not validate"),
         ("1.39", {"name": "x", "parent_provider_uuid": "abc"}, "'abc' is not a 'uuid'"),
-        ("1.39", {"name": "x", "parent_provider_uuid": "11111111-1111-1111-1111-111111111111"},
-         "Object action create failed because: parent provider UUID does not exist."),
+        (
+            "1.39",
+            {"name": "x", "parent_provider_uuid": "11111111-1111-1111-1111-111111111111"},
+            "Object action create failed because: parent provider UUID does not exist.",
+        ),
     ],
     ids=["no-name", "uuid", "parent-before-1.14", "bad-parent", "unknown-parent"],
 )
-def test_put_bad_request(api: PlacementAPI, version: str, body: dict[str, Any], message: str) -> None:
+def test_put_bad_request(
+    api: PlacementAPI, version: str, body: dict[str, Any], message: str
+) -> None:
     rp = create_provider(api)["uuid"]
     response = api.put(f"/resource_providers/{rp}", json=body, version=version)
-    assert message in _error(response, 400, code="placement.undefined_code" if mv_at_least(version, "1.23") else None)
+    assert message in _error(
+        response, 400, code="placement.undefined_code" if mv_at_least(version, "1.23") else None
+    )
 
 
 def test_put_unknown_is_404(api: PlacementAPI) -> None:
@@ -404,7 +452,8 @@ def test_put_parent_before_1_37(api: PlacementAPI) -> None:
     grandchild = create_provider(api, name="grandchild", parent=child)["uuid"]
     # adopting a root (with its subtree) is allowed
     response = api.put(
-        f"/resource_providers/{child}", json={"name": "child", "parent_provider_uuid": root},
+        f"/resource_providers/{child}",
+        json={"name": "child", "parent_provider_uuid": root},
         version="1.14",
     )
     assert response.status_code == 200, response.text
@@ -414,17 +463,20 @@ def test_put_parent_before_1_37(api: PlacementAPI) -> None:
     for body in ({"name": "child", "parent_provider_uuid": root}, {"name": "child"}):
         assert api.put(f"/resource_providers/{child}", json=body, version="1.36").status_code == 200
     moved = api.put(
-        f"/resource_providers/{child}", json={"name": "child", "parent_provider_uuid": other},
+        f"/resource_providers/{child}",
+        json={"name": "child", "parent_provider_uuid": other},
         version="1.36",
     )
     assert "re-parenting a provider is not currently allowed." in _error(moved, 400)
     unparented = api.put(
-        f"/resource_providers/{child}", json={"name": "child", "parent_provider_uuid": None},
+        f"/resource_providers/{child}",
+        json={"name": "child", "parent_provider_uuid": None},
         version="1.36",
     )
     assert "un-parenting a provider is not currently allowed." in _error(unparented, 400)
     loop = api.put(
-        f"/resource_providers/{root}", json={"name": "root", "parent_provider_uuid": grandchild},
+        f"/resource_providers/{root}",
+        json={"name": "root", "parent_provider_uuid": grandchild},
         version="1.36",
     )
     assert "creating loop in the provider tree is not allowed." in _error(loop, 400)
@@ -446,7 +498,8 @@ def test_put_reparenting_from_1_37(api: PlacementAPI) -> None:
     c2 = create_provider(api, name="c2", parent=root1)["uuid"]
     g1 = create_provider(api, name="g1", parent=c1)["uuid"]
     response = api.put(
-        f"/resource_providers/{c1}", json={"name": "c1", "parent_provider_uuid": root2},
+        f"/resource_providers/{c1}",
+        json={"name": "c1", "parent_provider_uuid": root2},
         version="1.37",
     )
     assert response.status_code == 200, response.text
@@ -455,7 +508,8 @@ def test_put_reparenting_from_1_37(api: PlacementAPI) -> None:
     assert api.get(f"/resource_providers/{g1}").json()["root_provider_uuid"] == root2
     assert _uuids(api.get(f"/resource_providers?in_tree={root2}")) == [root2, c1, g1]
     response = api.put(
-        f"/resource_providers/{c2}", json={"name": "c2", "parent_provider_uuid": None},
+        f"/resource_providers/{c2}",
+        json={"name": "c2", "parent_provider_uuid": None},
         version="1.39",
     )
     assert response.status_code == 200, response.text
@@ -464,13 +518,15 @@ def test_put_reparenting_from_1_37(api: PlacementAPI) -> None:
     assert _uuids(api.get(f"/resource_providers?in_tree={root1}")) == [root1]
     for target in (g1, c1):
         loop = api.put(
-            f"/resource_providers/{c1}", json={"name": "c1", "parent_provider_uuid": target},
+            f"/resource_providers/{c1}",
+            json={"name": "c1", "parent_provider_uuid": target},
             version="1.39",
         )
         assert "creating loop in the provider tree is not allowed." in _error(loop, 400)
     # moving within the tree: g1 up to root2
     response = api.put(
-        f"/resource_providers/{g1}", json={"name": "g1", "parent_provider_uuid": root2},
+        f"/resource_providers/{g1}",
+        json={"name": "g1", "parent_provider_uuid": root2},
         version="1.39",
     )
     assert response.json()["parent_provider_uuid"] == root2
@@ -499,14 +555,22 @@ def test_delete_parent_and_in_use(api: PlacementAPI) -> None:
     root = create_provider(api, name="root")["uuid"]
     child = create_provider(api, name="child", parent=root)["uuid"]
     detail = _error(
-        api.delete(f"/resource_providers/{root}"), 409,
+        api.delete(f"/resource_providers/{root}"),
+        409,
         "placement.resource_provider.cannot_delete_parent",
     )
-    assert f"Unable to delete parent resource provider {root}: It has child resource providers." in detail
+    assert (
+        f"Unable to delete parent resource provider {root}: It has child resource providers."
+        in detail
+    )
     seed_inventory(api, child, {"VCPU": {"total": 4}})
     seed_allocation(api, child, "VCPU", 1)
-    detail = _error(api.delete(f"/resource_providers/{child}"), 409, "placement.resource_provider.inuse")
-    assert f"Unable to delete resource provider {child}: Resource provider has allocations." in detail
+    detail = _error(
+        api.delete(f"/resource_providers/{child}"), 409, "placement.resource_provider.inuse"
+    )
+    assert (
+        f"Unable to delete resource provider {child}: Resource provider has allocations." in detail
+    )
     _error(api.delete(f"/resource_providers/{child}", version="1.22"), 409, code=None)
     assert api.get(f"/resource_providers/{child}").status_code == 200
 

@@ -56,8 +56,12 @@ def test_token_required(api: PlacementAPI) -> None:
 
 @pytest.mark.parametrize(
     ("token", "roles", "status"),
-    [("demo", None, 403), ("admin:admin", None, 200), ("demo:proj", "admin,member", 200),
-     ("admin", "reader", 403)],
+    [
+        ("demo", None, 403),
+        ("admin:admin", None, 200),
+        ("demo:proj", "admin,member", 200),
+        ("admin", "reader", 403),
+    ],
     ids=["user", "admin-user-with-project", "x-roles-admin", "x-roles-replace"],
 )
 def test_noauth2_roles(api: PlacementAPI, token: str, roles: str | None, status: int) -> None:
@@ -113,8 +117,12 @@ def test_accept_without_json_is_406(api: PlacementAPI) -> None:
 
 @pytest.mark.parametrize(
     ("accept", "media"),
-    [("text/html", "text/html"), ("text/plain", "text/plain"), ("application/json", "application/json"),
-     ("*/*", "application/json")],
+    [
+        ("text/html", "text/html"),
+        ("text/plain", "text/plain"),
+        ("application/json", "application/json"),
+        ("*/*", "application/json"),
+    ],
     ids=["html", "plain", "json", "any"],
 )
 def test_error_media_follows_accept(api: PlacementAPI, accept: str, media: str) -> None:

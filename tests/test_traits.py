@@ -26,9 +26,14 @@ def set_traits(api: PlacementAPI, rp: str, generation: int, traits: list[str]) -
 
 @pytest.mark.parametrize(
     ("method", "path"),
-    [("GET", "/traits"), ("GET", "/traits/HW_CPU_X86_AVX"), ("PUT", "/traits/CUSTOM_A"),
-     ("DELETE", "/traits/CUSTOM_A"), ("GET", "/resource_providers/{rp}/traits"),
-     ("DELETE", "/resource_providers/{rp}/traits")],
+    [
+        ("GET", "/traits"),
+        ("GET", "/traits/HW_CPU_X86_AVX"),
+        ("PUT", "/traits/CUSTOM_A"),
+        ("DELETE", "/traits/CUSTOM_A"),
+        ("GET", "/resource_providers/{rp}/traits"),
+        ("DELETE", "/resource_providers/{rp}/traits"),
+    ],
     ids=["list", "show", "create", "delete", "provider-list", "provider-delete"],
 )
 def test_absent_before_1_6(api: PlacementAPI, method: str, path: str) -> None:
@@ -58,8 +63,15 @@ def test_list_all_has_standard_and_extension_traits(api: PlacementAPI) -> None:
         ("name=startswith:CUSTOM&associated=false", ["CUSTOM_A_B"]),
         ("name=in:HW_CPU_X86_AVX,HW_CPU_X86_SSE&associated=TRUE", ["HW_CPU_X86_AVX"]),
     ],
-    ids=["in", "in-empty", "startswith", "underscore-is-literal", "associated", "not-associated",
-         "in-and-associated"],
+    ids=[
+        "in",
+        "in-empty",
+        "startswith",
+        "underscore-is-literal",
+        "associated",
+        "not-associated",
+        "in-and-associated",
+    ],
 )
 def test_list_filters(api: PlacementAPI, query: str, expected: list[str]) -> None:
     api.put("/traits/CUSTOM_A_B")
@@ -77,7 +89,8 @@ def test_unknown_operator_is_ignored(api: PlacementAPI) -> None:
 
 
 @pytest.mark.parametrize(
-    "query", ["name=HW_CPU_X86_AVX", "associated=maybe", "other=1"],
+    "query",
+    ["name=HW_CPU_X86_AVX", "associated=maybe", "other=1"],
     ids=["no-operator", "bad-associated", "unknown-parameter"],
 )
 def test_list_bad_queries(api: PlacementAPI, query: str) -> None:
@@ -104,7 +117,8 @@ def test_create_show_delete_custom_trait(api: PlacementAPI) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["HW_CPU_X86_AVX", "lower", "CUSTOM_lower", "CUSTOM_" + "A" * 250],
+    "name",
+    ["HW_CPU_X86_AVX", "lower", "CUSTOM_lower", "CUSTOM_" + "A" * 250],
     ids=["standard", "lowercase", "custom-lowercase", "too-long"],
 )
 def test_create_only_custom_traits(api: PlacementAPI, name: str) -> None:
@@ -170,10 +184,13 @@ def test_provider_traits(api: PlacementAPI) -> None:
 
 @pytest.mark.parametrize(
     "body",
-    [{"traits": ["CUSTOM_A"]}, {"resource_provider_generation": 0},
-     {"traits": "CUSTOM_A", "resource_provider_generation": 0},
-     {"traits": [""], "resource_provider_generation": 0},
-     {"traits": [], "resource_provider_generation": 0, "extra": True}],
+    [
+        {"traits": ["CUSTOM_A"]},
+        {"resource_provider_generation": 0},
+        {"traits": "CUSTOM_A", "resource_provider_generation": 0},
+        {"traits": [""], "resource_provider_generation": 0},
+        {"traits": [], "resource_provider_generation": 0, "extra": True},
+    ],
     ids=["no-generation", "no-traits", "traits-not-a-list", "empty-name", "extra-key"],
 )
 def test_provider_traits_schema(api: PlacementAPI, body: dict[str, Any]) -> None:

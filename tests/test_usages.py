@@ -109,7 +109,9 @@ def test_project_usages_by_consumer_type(api: PlacementAPI) -> None:
     ],
     ids=["missing-project", "unknown-key", "bad-type", "type-before-1.38", "empty-project"],
 )
-def test_project_usages_bad_query(api: PlacementAPI, query: str, version: str, fragment: str) -> None:
+def test_project_usages_bad_query(
+    api: PlacementAPI, query: str, version: str, fragment: str
+) -> None:
     r = api.get(f"/usages{query}", version=version)
     assert r.status_code == 400
     assert fragment in r.json()["errors"][0]["detail"]
