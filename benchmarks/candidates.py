@@ -193,6 +193,63 @@ def allocate(client: httpx.Client, host: dict[str, str]) -> None:
     put(client, f"/allocations/{uuid.uuid4()}", body, version="1.28")
 
 
+def host_tree(client: httpx.Client, h: int) -> dict[str, str]:
+    """Uuids of host ``cn{h}``'s providers keyed as ``seed_host_api`` returns them."""
+    r = client.get("/resource_providers", params={"name": f"cn{h}"}, headers=HEADERS)
+    root = r.json()["resource_providers"][0]["uuid"]
+    r = client.get("/resource_providers", params={"in_tree": root}, headers=HEADERS)
+    found = {"root": root}
+    for rp in r.json()["resource_providers"]:
+        if rp["name"] != f"cn{h}":
+            found[rp["name"].split("_", 1)[1].replace("NUMA", "cell")] = rp["uuid"]
+    return found
+
+
+def mixed(client: httpx.Client, base: str, hosts: int, rounds: int) -> None:
+    """The scheduler's loop: query, then write one allocation, repeat. The write goes through a
+    second connection (it may land on the other worker); every query follows a write."""
+    import random
+
+    rng = random.Random(7)
+    targets = [host_tree(client, h) for h in rng.sample(range(hosts), min(hosts, 50))]
+    qs = "/allocation_candidates?" + QUERIES["two-cell"] + "&limit=1000"
+    after_write, writes, read_only = [], [], []
+    with httpx.Client(base_url=base, timeout=600) as writer:
+        for _ in range(max(5, rounds // 2)):
+            t0 = time.perf_counter()
+            r = client.get(qs, headers=HEADERS)
+            read_only.append((time.perf_counter() - t0) * 1000)
+        for i in range(rounds + 1):
+            t0 = time.perf_counter()
+            r = client.get(qs, headers=HEADERS)
+            if i:
+                after_write.append((time.perf_counter() - t0) * 1000)
+            if r.status_code != 200:
+                raise RuntimeError(r.text)
+            host = targets[i % len(targets)]
+            body = {
+                "allocations": {
+                    host["root"]: {"resources": {"DISK_GB": 1}},
+                    host["cell0"]: {"resources": {"VCPU": 1}},
+                    host["cell0_4K"]: {"resources": {"MEMORY_MB": 512}},
+                },
+                "project_id": "bench", "user_id": "bench", "consumer_generation": None,
+            }
+            t0 = time.perf_counter()
+            put(writer, f"/allocations/{uuid.uuid4()}", body, version="1.28")
+            writes.append((time.perf_counter() - t0) * 1000)
+
+    def pct(values: list[float]) -> str:
+        ordered = sorted(values)
+        p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+        return f"p50 {statistics.median(ordered):8.1f}  p95 {p95:8.1f}"
+
+    print(f"mixed workload, two-cell limit=1000, {rounds} rounds:")
+    print(f"  query, no write before   {pct(read_only)}")
+    print(f"  query right after write  {pct(after_write)}")
+    print(f"  write (one allocation)   {pct(writes)}", flush=True)
+
+
 def wait_up(base: str, proc: subprocess.Popen[bytes]) -> None:
     for _ in range(300):
         if proc.poll() is not None:
@@ -219,6 +276,9 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", help="query names to run")
     parser.add_argument("--limits", nargs="*", default=["1000", "none"],
                         help="limits to time (\"none\" = no limit); default: 1000 none")
+    parser.add_argument("--mixed", type=int, default=0, metavar="N",
+                        help="then run N rounds of: two-cell query (limit=1000), write one"
+                        " allocation; print p50/p95 of the query right after a write")
     args = parser.parse_args()
 
     workdir = tempfile.mkdtemp(prefix="pn-bench-")
@@ -283,6 +343,8 @@ def main() -> int:
                     p95 = rest[min(len(rest) - 1, int(round(0.95 * (len(rest) - 1))))]
                     print(f"{name:<14}{str(limit or '-'):>6}{count:>8}{p50:>10.1f}{p95:>10.1f}"
                           f"{first:>10.1f}", flush=True)
+            if args.mixed:
+                mixed(client, base, args.hosts, args.mixed)
         rss = {pid: peak_rss_mib(pid) for pid in service_pids(proc.pid)}
         print("peak RSS (MiB) per service process:",
               ", ".join(f"{pid}: {mib:.0f}" for pid, mib in rss.items()))

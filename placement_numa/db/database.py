@@ -1,7 +1,8 @@
 """Engine and transaction factory: one ``Database`` per process, hung off ``app.state``.
 
 ``Database.write()`` is the only way services open a write transaction: it runs the caller's
-statements, bumps ``placement_revision`` last, and commits, or rolls everything back on any
+statements, bumps ``placement_revision`` last, writes the fleet change log rows of the providers
+the transaction touched (``repositories.changes``), and commits, or rolls everything back on any
 exception. ``Database.read()`` opens a read-only snapshot-free connection (READ COMMITTED on
 PostgreSQL and MariaDB; SQLite reads see the last committed state).
 """
@@ -12,10 +13,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import create_engine, event, update
+from sqlalchemy import create_engine, event, select, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import NullPool
 
+from placement_numa.db.repositories import changes
 from placement_numa.db.tables import placement_revision
 
 __all__ = ["Database", "make_engine"]
@@ -70,6 +72,7 @@ class Database:
         self.url = url
         self.engine = make_engine(url)
         self.dialect = self.engine.dialect.name  # "sqlite" | "postgresql" | "mysql"
+        changes.install(self.engine)
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
@@ -79,22 +82,32 @@ class Database:
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
-        """One write transaction: commit on success (after bumping the revision), else roll back."""
+        """One write transaction: commit on success (after bumping the revision and writing the
+        change log rows of the providers it touched), else roll back."""
         options = {"sqlite_begin": "IMMEDIATE"} if self.dialect == "sqlite" else {}
         with self.engine.connect() as conn:
             conn = conn.execution_options(**options)
-            with conn.begin():
-                yield conn
-                bump_revision(conn)
+            try:
+                with conn.begin():
+                    changes.begin(conn)
+                    yield conn
+                    changes.record(conn, bump_revision(conn))
+            finally:
+                changes.end(conn)
 
     def dispose(self) -> None:
         self.engine.dispose()
 
 
-def bump_revision(conn: Connection) -> None:
-    """Increment the single fleet revision counter inside the caller's transaction."""
+def bump_revision(conn: Connection) -> int:
+    """Increment the single fleet revision counter inside the caller's transaction; returns the
+    new revision (the row stays locked by this transaction until it ends)."""
     conn.execute(
         update(placement_revision)
         .where(placement_revision.c.id == 1)
         .values(revision=placement_revision.c.revision + 1)
     )
+    value = conn.execute(
+        select(placement_revision.c.revision).where(placement_revision.c.id == 1)
+    ).scalar()
+    return int(value or 0)

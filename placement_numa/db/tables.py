@@ -41,6 +41,7 @@ __all__ = [
     "resource_provider_aggregates",
     "placement_revision",
     "numa_distances",
+    "placement_changes",
     "CUSTOM_RESOURCE_CLASS_START_ID",
 ]
 
@@ -230,4 +231,22 @@ numa_distances = Table(
     Column("matrix", Text, nullable=False),
     *_timestamps(),
     UniqueConstraint("root_provider_id"),
+)
+
+
+# --- Fleet change log (migration 0003_placement_changes; owned by the candidate engine) --------
+# Written by ``Database.write()`` in the same transaction as the writes it describes: one row per
+# resource provider the transaction touched (``kind`` "provider"), or one row "names" (no provider
+# touched; resource class or trait names may have changed) or "all" (something changed that the
+# transaction did not describe: reload everything), all carrying the transaction's new
+# ``placement_revision``. Every revision has at least one row, so a reader holding revision ``r``
+# can tell whether the rows after ``r`` are complete. Old rows are pruned.
+placement_changes = Table(
+    "placement_changes",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("revision", BigInteger, nullable=False),
+    Column("kind", String(8), nullable=False),
+    Column("provider_id", Integer, nullable=True),  # no foreign key: the provider may be gone
+    Index(None, "revision"),
 )

@@ -94,7 +94,9 @@ class ProviderInfo:
 class FleetSnapshot:
     """All providers at one ``revision``, indexed for the candidate search.
 
-    * ``providers[i]``: ``ProviderInfo`` (dense index, database id order);
+    * ``providers[i]``: ``ProviderInfo`` (dense index, database id order). After an incremental
+      refresh (``replace_trees``) the list may hold entries of deleted providers; they are in no
+      other index (``index_by_uuid``, ``tree``, ``roots``...), so nothing reaches them;
     * ``index_by_uuid`` / ``index_by_id``;
     * ``roots``: root indices in id order; ``tree[root]``: that tree's provider indices, id order;
     * ``sharing_anchors[i]``: for a provider with ``MISC_SHARES_VIA_AGGREGATE`` that is in some
@@ -106,58 +108,74 @@ class FleetSnapshot:
       traits, aggregates, inventories, usage), so a search can replay one tree's answer.
     """
 
+    # profile keys -> ids, shared by the snapshots patched from one full build (append-only;
+    # ids are content keys, so equal ids mean equal trees in any of those snapshots)
+    _provider_profile_ids: dict[tuple[object, ...], int]
+    _root_profile_ids: dict[tuple[object, ...], int]
+
     def __init__(self, revision: int, providers: list[ProviderInfo]) -> None:
         self.revision = revision
+        self.patched_from: int | None = None  # revision of the snapshot this one patched
         self.providers = providers
         # names known to the database (``None``: not checked), set by the loader
         self.resource_class_names: frozenset[str] | None = None
         self.trait_names: frozenset[str] | None = None
         self.index_by_uuid = {p.uuid: p.index for p in providers}
         self.index_by_id = {p.id: p.index for p in providers}
+        self.max_id = max(self.index_by_id, default=0)
         self.tree: dict[int, list[int]] = {}
         for p in providers:
             self.tree.setdefault(p.root, []).append(p.index)
         self.roots = [i for i in range(len(providers)) if providers[i].parent < 0]
         self.uuids = [p.uuid for p in providers]
-        chains: list[tuple[int, ...]] = []
-        for p in providers:
-            chain = [p.index]
-            cursor = p.parent
-            while cursor >= 0:
-                chain.append(cursor)
-                cursor = providers[cursor].parent
-            chains.append(tuple(chain))
-        self.chains = chains
+        self.chains = [_chain(providers, p.index) for p in providers]
+        self.children_count = sum(1 for p in providers if p.parent >= 0)
+        self.has_trees = self.children_count > 0
         # Look-alike trees: two roots with the same profile have trees that match any query the
         # same way (same shape, traits, aggregates, inventories and usage, member by member).
-        profile_ids: dict[tuple[object, ...], int] = {}
-        provider_profile = [
-            profile_ids.setdefault(
-                (p.traits, p.aggregates, tuple(sorted(p.inventories.items()))), len(profile_ids)
-            )
-            for p in providers
-        ]
-        root_ids: dict[tuple[object, ...], int] = {}
-        self.root_profiles: dict[int, int] = {}
-        for root, members in self.tree.items():
-            where = {m: k for k, m in enumerate(members)}
-            key = (
-                tuple(provider_profile[m] for m in members),
-                tuple(where.get(providers[m].parent, -1) for m in members),
-            )
-            self.root_profiles[root] = root_ids.setdefault(key, len(root_ids))
-        self.has_trees = any(p.parent >= 0 for p in providers)
-        members: dict[str, list[int]] = {}
+        self._provider_profile_ids = {}
+        self._root_profile_ids = {}
+        self.root_profiles: dict[int, int] = {
+            root: self._root_profile(members) for root, members in self.tree.items()
+        }
+        members: dict[str, set[int]] = {}
         for p in providers:
             for agg in p.aggregates:
-                members.setdefault(agg, []).append(p.index)
+                members.setdefault(agg, set()).add(p.index)
         self.aggregate_members = {agg: frozenset(idx) for agg, idx in members.items()}
+        self.sharing = frozenset(p.index for p in providers if p.sharing)
         self.sharing_anchors: dict[int, frozenset[int]] = {}
-        for p in providers:
-            if p.sharing and p.aggregates:
-                self.sharing_anchors[p.index] = frozenset(
-                    providers[m].root for agg in p.aggregates for m in members[agg]
+        for i in self.sharing:
+            if providers[i].aggregates:
+                self.sharing_anchors[i] = self._anchors(i)
+        self._index_sharing()
+        # rendering caches (API layer): per response shape, provider index -> summary dict
+        self.summary_cache: dict[object, dict[int, object]] = {}
+
+    def _root_profile(self, members: list[int]) -> int:
+        providers = self.providers
+        profile_ids = self._provider_profile_ids
+        where = {m: k for k, m in enumerate(members)}
+        key = (
+            tuple(
+                profile_ids.setdefault(
+                    (p.traits, p.aggregates, tuple(sorted(p.inventories.items()))),
+                    len(profile_ids),
                 )
+                for p in (providers[m] for m in members)
+            ),
+            tuple(where.get(providers[m].parent, -1) for m in members),
+        )
+        return self._root_profile_ids.setdefault(key, len(self._root_profile_ids))
+
+    def _anchors(self, sharing: int) -> frozenset[int]:
+        providers = self.providers
+        members = self.aggregate_members
+        return frozenset(
+            providers[m].root for agg in providers[sharing].aggregates for m in members[agg]
+        )
+
+    def _index_sharing(self) -> None:
         # sharing provider indices anchored at each root
         anchored: dict[int, list[int]] = {}
         for sp, anchors in self.sharing_anchors.items():
@@ -165,9 +183,167 @@ class FleetSnapshot:
                 anchored.setdefault(root, []).append(sp)
         self.shared_into = {root: sorted(sps) for root, sps in anchored.items()}
         # roots whose candidates may also be found from another anchor (sharing providers)
-        self.roots_with_sharing = frozenset(anchored) | {p.root for p in providers if p.sharing}
-        # rendering caches (API layer): per response shape, provider index -> summary dict
-        self.summary_cache: dict[object, dict[int, object]] = {}
+        self.roots_with_sharing = frozenset(anchored) | {
+            self.providers[i].root for i in self.sharing
+        }
+
+    def replace_trees(
+        self,
+        revision: int,
+        root_ids: Iterable[int],
+        providers: Iterable[ProviderRow],
+        inventories: Iterable[InventoryRow] = (),
+        usages: Iterable[tuple[int, str, int]] = (),
+        traits: Iterable[tuple[int, str]] = (),
+        aggregates: Iterable[tuple[int, str]] = (),
+    ) -> FleetSnapshot | None:
+        """A new snapshot at ``revision``: this one with whole trees replaced (design notes:
+        "applies the changes since the revision it holds").
+
+        ``root_ids``: database ids of the roots whose trees (as this snapshot knows them) are
+        dropped; the rows (as for ``build``) are every provider now in a replaced tree, which is
+        every provider whose tree is among ``root_ids`` now. Providers keep their index; new
+        ones are appended (their ids must exceed every id known here, so index order stays id
+        order); dropped providers that are not in the rows are gone (their entries stay in
+        ``providers``, unreachable). Indexes over aggregates and sharing providers are patched
+        for the aggregates of every provider that left or entered. This snapshot is not
+        changed (searches may still run on it). Returns ``None`` when a full build is needed
+        instead: a new id not above the known ones, a provider of an untouched tree in the rows,
+        or profile tables grown well past the fleet.
+        """
+        old = self
+        old_providers = old.providers
+        removed: set[int] = set()
+        for root_id in root_ids:
+            index = old.index_by_id.get(root_id)
+            if index is not None and old_providers[index].parent < 0:
+                removed.update(old.tree.get(index, ()))
+        rows = sorted(providers, key=lambda r: r[0])
+        index_of: dict[int, int] = {}
+        next_index = len(old_providers)
+        for row in rows:
+            index = old.index_by_id.get(row[0])
+            if index is not None:
+                if index not in removed:
+                    return None  # moved out of a tree we were not told about
+                index_of[row[0]] = index
+            else:
+                if row[0] <= old.max_id:
+                    return None  # an id below known ones would break id order
+                index_of[row[0]] = next_index
+                next_index += 1
+        if len(old._provider_profile_ids) > 4 * len(old.index_by_id) + 10000:
+            return None
+        infos = _infos(rows, index_of, inventories, usages, traits, aggregates)
+        loaded = {info.index for info in infos}
+        new = object.__new__(type(self))
+        new.revision = revision
+        new.patched_from = old.revision
+        new.resource_class_names = old.resource_class_names
+        new.trait_names = old.trait_names
+        new._provider_profile_ids = old._provider_profile_ids
+        new._root_profile_ids = old._root_profile_ids
+        plist = list(old_providers)
+        plist.extend(infos[0] for _ in range(next_index - len(plist)))  # placeholders
+        for info in infos:
+            plist[info.index] = info
+        new.providers = plist
+        _set_depths(plist, infos)
+        index_by_uuid = dict(old.index_by_uuid)
+        index_by_id = dict(old.index_by_id)
+        gone = removed - loaded
+        for i in gone:
+            info = old_providers[i]
+            del index_by_uuid[info.uuid]
+            del index_by_id[info.id]
+        for info in infos:
+            index_by_uuid[info.uuid] = info.index
+            index_by_id[info.id] = info.index
+        new.index_by_uuid = index_by_uuid
+        new.index_by_id = index_by_id
+        new.max_id = max(index_by_id, default=0) if gone else max(old.max_id, *index_of, 0)
+        # trees and roots
+        old_roots = {old_providers[i].root for i in removed}
+        tree = dict(old.tree)
+        for root in old_roots:
+            tree.pop(root, None)
+        new_trees: dict[int, list[int]] = {}
+        for info in sorted(infos, key=lambda p: p.index):
+            new_trees.setdefault(info.root, []).append(info.index)
+        tree.update(new_trees)
+        new.tree = tree
+        if old_roots or new_trees:
+            live_roots = (set(old.roots) - old_roots) | set(new_trees)
+            new.roots = sorted(live_roots)
+        else:
+            new.roots = old.roots
+        uuids = list(old.uuids)
+        chains = list(old.chains)
+        uuids.extend("" for _ in range(next_index - len(uuids)))
+        chains.extend(() for _ in range(next_index - len(chains)))
+        for info in infos:
+            uuids[info.index] = info.uuid
+            chains[info.index] = _chain(plist, info.index)
+        new.uuids = uuids
+        new.chains = chains
+        new.children_count = (
+            old.children_count
+            - sum(1 for i in removed if old_providers[i].parent >= 0)
+            + sum(1 for info in infos if info.parent >= 0)
+        )
+        new.has_trees = new.children_count > 0
+        root_profiles = dict(old.root_profiles)
+        for root in old_roots:
+            root_profiles.pop(root, None)
+        for root, members in new_trees.items():
+            root_profiles[root] = new._root_profile(members)
+        new.root_profiles = root_profiles
+        # aggregates and sharing providers
+        touched_aggs: set[str] = set()
+        for i in removed:
+            touched_aggs |= old_providers[i].aggregates
+        for info in infos:
+            touched_aggs |= info.aggregates
+        aggregate_members = dict(old.aggregate_members)
+        for agg in touched_aggs:
+            members = {
+                m for m in aggregate_members.get(agg, frozenset()) if m not in removed
+            }
+            members.update(info.index for info in infos if agg in info.aggregates)
+            if members:
+                aggregate_members[agg] = frozenset(members)
+            else:
+                aggregate_members.pop(agg, None)
+        new.aggregate_members = aggregate_members
+        sharing = (old.sharing - removed) | {info.index for info in infos if info.sharing}
+        new.sharing = frozenset(sharing)
+        sharing_changed = any(old_providers[i].sharing for i in removed) or any(
+            info.sharing for info in infos
+        )
+        sharing_anchors = dict(old.sharing_anchors)
+        for i in removed:
+            sharing_anchors.pop(i, None)
+        for i in sharing:
+            p = plist[i]
+            if p.aggregates and (i in loaded or not p.aggregates.isdisjoint(touched_aggs)):
+                anchors = new._anchors(i)
+                if sharing_anchors.get(i) != anchors:
+                    sharing_changed = True
+                sharing_anchors[i] = anchors
+        new.sharing_anchors = sharing_anchors
+        if sharing_changed or old_roots.intersection(old.shared_into):
+            new._index_sharing()
+        else:
+            new.shared_into = old.shared_into
+            new.roots_with_sharing = old.roots_with_sharing
+        # rendering caches: everything but the replaced providers is still right
+        new.summary_cache = {}
+        for shape, cache in old.summary_cache.items():
+            kept = dict(cache)
+            for i in removed | loaded:
+                kept.pop(i, None)
+            new.summary_cache[shape] = kept
+        return new
 
     @classmethod
     def build(
@@ -187,41 +363,9 @@ class FleetSnapshot:
         trait name)``; ``aggregates``: ``(provider_id, aggregate uuid)``.
         """
         rows = sorted(providers, key=lambda r: r[0])
-        index_by_id = {row[0]: i for i, row in enumerate(rows)}
-        infos = [
-            ProviderInfo(
-                index=i,
-                id=row[0],
-                uuid=row[1],
-                parent=index_by_id[row[2]] if row[2] is not None else -1,
-                root=index_by_id[row[3]] if row[3] is not None else i,
-            )
-            for i, row in enumerate(rows)
-        ]
-        for info in infos:
-            depth, cursor = 0, info.parent
-            while cursor >= 0:
-                depth += 1
-                cursor = infos[cursor].parent
-            info.depth = depth
-        used: dict[tuple[int, str], int] = {}
-        for pid, rc, amount in usages:
-            used[(pid, rc)] = used.get((pid, rc), 0) + int(amount)
-        for pid, rc, total, reserved, min_unit, max_unit, step, ratio in inventories:
-            infos[index_by_id[pid]].inventories[rc] = Inventory(
-                int(total), int(reserved), int(min_unit), int(max_unit), int(step), float(ratio),
-                used.get((pid, rc), 0),
-            )
-        trait_sets: dict[int, set[str]] = {}
-        for pid, name in traits:
-            trait_sets.setdefault(pid, set()).add(name)
-        for pid, names in trait_sets.items():
-            infos[index_by_id[pid]].traits = frozenset(names)
-        agg_sets: dict[int, set[str]] = {}
-        for pid, agg in aggregates:
-            agg_sets.setdefault(pid, set()).add(agg)
-        for pid, aggs in agg_sets.items():
-            infos[index_by_id[pid]].aggregates = frozenset(aggs)
+        index_of = {row[0]: i for i, row in enumerate(rows)}
+        infos = _infos(rows, index_of, inventories, usages, traits, aggregates)
+        _set_depths(infos, infos)
         return cls(revision, infos)
 
     def ancestors(self, index: int) -> tuple[int, ...]:
@@ -237,3 +381,63 @@ class FleetSnapshot:
 
     def summary_resources(self, index: int) -> Mapping[str, Inventory]:
         return self.providers[index].inventories
+
+
+def _chain(providers: list[ProviderInfo], index: int) -> tuple[int, ...]:
+    chain = [index]
+    cursor = providers[index].parent
+    while cursor >= 0:
+        chain.append(cursor)
+        cursor = providers[cursor].parent
+    return tuple(chain)
+
+
+def _set_depths(providers: list[ProviderInfo], infos: Iterable[ProviderInfo]) -> None:
+    for info in infos:
+        depth, cursor = 0, info.parent
+        while cursor >= 0:
+            depth += 1
+            cursor = providers[cursor].parent
+        info.depth = depth
+
+
+def _infos(
+    rows: list[ProviderRow],
+    index_of: Mapping[int, int],
+    inventories: Iterable[InventoryRow],
+    usages: Iterable[tuple[int, str, int]],
+    traits: Iterable[tuple[int, str]],
+    aggregates: Iterable[tuple[int, str]],
+) -> list[ProviderInfo]:
+    """``ProviderInfo`` per row (id order), indices from ``index_of`` (parents and roots are
+    among the rows); depths are left at 0 (``_set_depths``)."""
+    infos = [
+        ProviderInfo(
+            index=index_of[row[0]],
+            id=row[0],
+            uuid=row[1],
+            parent=index_of[row[2]] if row[2] is not None else -1,
+            root=index_of[row[3]] if row[3] is not None else index_of[row[0]],
+        )
+        for row in rows
+    ]
+    by_id = {info.id: info for info in infos}
+    used: dict[tuple[int, str], int] = {}
+    for pid, rc, amount in usages:
+        used[(pid, rc)] = used.get((pid, rc), 0) + int(amount)
+    for pid, rc, total, reserved, min_unit, max_unit, step, ratio in inventories:
+        by_id[pid].inventories[rc] = Inventory(
+            int(total), int(reserved), int(min_unit), int(max_unit), int(step), float(ratio),
+            used.get((pid, rc), 0),
+        )
+    trait_sets: dict[int, set[str]] = {}
+    for pid, name in traits:
+        trait_sets.setdefault(pid, set()).add(name)
+    for pid, names in trait_sets.items():
+        by_id[pid].traits = frozenset(names)
+    agg_sets: dict[int, set[str]] = {}
+    for pid, agg in aggregates:
+        agg_sets.setdefault(pid, set()).add(agg)
+    for pid, aggs in agg_sets.items():
+        by_id[pid].aggregates = frozenset(aggs)
+    return infos

@@ -9,6 +9,7 @@ from sqlalchemy import delete, insert, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
+from placement_numa.db.repositories import changes
 from placement_numa.db.repositories.keys import insert_or_find_id
 from placement_numa.db.repositories.providers import utcnow
 from placement_numa.db.tables import placement_aggregates as aggs
@@ -52,6 +53,7 @@ def provider_aggregates(conn: Connection, provider_id: int) -> list[str]:
 def set_provider_aggregates(conn: Connection, provider_id: int, uuids: Iterable[str]) -> None:
     """Make ``uuids`` exactly the aggregates of ``provider_id`` (creating unknown ones). Does not
     touch the provider generation (the service decides)."""
+    changes.touch(conn, [provider_id])
     wanted = ensure_aggregates(conn, uuids)
     current = {
         int(agg_id)

@@ -27,6 +27,7 @@ from datetime import datetime
 from sqlalchemy import delete, func, insert, select
 from sqlalchemy.engine import Connection
 
+from placement_numa.db.repositories import changes
 from placement_numa.db.repositories import consumers as consumer_repo
 from placement_numa.db.repositories import names, providers
 from placement_numa.db.repositories.providers import ProviderRow, utcnow
@@ -311,6 +312,7 @@ def replace_allocations(
     provider_ids = {p for p, _ in wanted}
     rc_ids = {c for _, c in wanted}
     previous = _usage(conn, provider_ids, rc_ids)
+    changes.touch(conn, _old_provider_ids(conn, uuids) | provider_ids)
     conn.execute(delete(allocations).where(allocations.c.consumer_id.in_(uuids)))
     limits = _limits(conn, provider_ids, rc_ids)
 
@@ -383,6 +385,7 @@ def delete_for_consumer(conn: Connection, consumer_uuid: str) -> bool:
     Returns ``False`` when the consumer had no allocations (the caller answers 404). As in
     Placement, provider generations are not changed by this deletion.
     """
+    changes.touch(conn, _old_provider_ids(conn, [consumer_uuid]))
     result = conn.execute(delete(allocations).where(allocations.c.consumer_id == consumer_uuid))
     consumer_repo.delete_if_no_allocations(conn, [consumer_uuid])
     return bool(result.rowcount)

@@ -6,9 +6,12 @@ transaction (REPEATABLE READ on PostgreSQL and MariaDB, a deferred read transact
 WAL mode: all statements see one consistent state).
 
 ``SqlFleetSource(database)`` is the engine's ``FleetSource``: each ``snapshot()`` reads the
-revision counter (one tiny statement) and reloads only if it moved. Every write transaction bumps
+revision counter (one tiny statement) and refreshes only if it moved. Every write transaction bumps
 the counter before committing (``Database.write``), so a query started after a commit, in any
-worker process, sees that commit.
+worker process, sees that commit. The refresh (``refresh_fleet``) reads the change log rows
+written by those transactions (``repositories.changes``) and reloads only the trees they touched,
+patching the previous snapshot; it falls back to a whole load when the log does not cover the
+gap (pruned rows, writes outside ``Database.write``) or touched many trees.
 """
 
 from __future__ import annotations
@@ -16,14 +19,17 @@ from __future__ import annotations
 import gc
 import threading
 
-from sqlalchemy import func, select
+from typing import Any
+
+from sqlalchemy import Select, func, select
 from sqlalchemy.engine import Connection
 
 from placement_numa.db import tables as t
 from placement_numa.db.database import Database
-from placement_numa.engine.fleet import FleetSnapshot
+from placement_numa.db.repositories import changes
+from placement_numa.engine.fleet import FleetSnapshot, InventoryRow, ProviderRow
 
-__all__ = ["current_revision", "load_fleet", "SqlFleetSource"]
+__all__ = ["current_revision", "load_fleet", "refresh_fleet", "SqlFleetSource"]
 
 
 def current_revision(conn: Connection) -> int:
@@ -34,31 +40,44 @@ def current_revision(conn: Connection) -> int:
     return int(value or 0)
 
 
-def load_fleet(conn: Connection) -> FleetSnapshot:
-    """Read everything the candidate search needs and build a ``FleetSnapshot``."""
-    revision = current_revision(conn)
+def _names(conn: Connection) -> tuple[dict[int, str], dict[int, str]]:
     rc_names = dict(conn.execute(select(t.resource_classes.c.id, t.resource_classes.c.name)).all())
     trait_names = dict(conn.execute(select(t.traits.c.id, t.traits.c.name)).all())
+    return rc_names, trait_names
+
+
+def _rows(
+    conn: Connection, rc_names: dict[int, str], trait_names: dict[int, str], roots: list[int] | None
+) -> tuple[list[ProviderRow], list[InventoryRow], list[tuple[int, str, int]],
+           list[tuple[int, str]], list[tuple[int, str]]]:
+    """Snapshot rows of every provider (``roots`` None) or of the trees rooted at ``roots``."""
     rp = t.resource_providers
-    providers = [
-        (row[0], row[1], row[2], row[3])
-        for row in conn.execute(
-            select(rp.c.id, rp.c.uuid, rp.c.parent_provider_id, rp.c.root_provider_id)
-        )
-    ]
+
+    def in_trees(query: Select[Any], provider_id: Any) -> Select[Any]:
+        if roots is None:
+            return query
+        return query.join(rp, rp.c.id == provider_id).where(rp.c.root_provider_id.in_(roots))
+
+    query = select(rp.c.id, rp.c.uuid, rp.c.parent_provider_id, rp.c.root_provider_id)
+    if roots is not None:
+        query = query.where(rp.c.root_provider_id.in_(roots))
+    providers: list[ProviderRow] = [(r[0], r[1], r[2], r[3]) for r in conn.execute(query)]
     inv = t.inventories
-    inventories = [
+    inventories: list[InventoryRow] = [
         (r[0], rc_names[r[1]], r[2], r[3], r[4], r[5], r[6], r[7])
         for r in conn.execute(
-            select(
+            in_trees(
+                select(
+                    inv.c.resource_provider_id,
+                    inv.c.resource_class_id,
+                    inv.c.total,
+                    inv.c.reserved,
+                    inv.c.min_unit,
+                    inv.c.max_unit,
+                    inv.c.step_size,
+                    inv.c.allocation_ratio,
+                ),
                 inv.c.resource_provider_id,
-                inv.c.resource_class_id,
-                inv.c.total,
-                inv.c.reserved,
-                inv.c.min_unit,
-                inv.c.max_unit,
-                inv.c.step_size,
-                inv.c.allocation_ratio,
             )
         )
     ]
@@ -66,40 +85,116 @@ def load_fleet(conn: Connection) -> FleetSnapshot:
     usages = [
         (r[0], rc_names[r[1]], int(r[2] or 0))
         for r in conn.execute(
-            select(
-                alloc.c.resource_provider_id, alloc.c.resource_class_id, func.sum(alloc.c.used)
+            in_trees(
+                select(
+                    alloc.c.resource_provider_id, alloc.c.resource_class_id, func.sum(alloc.c.used)
+                ),
+                alloc.c.resource_provider_id,
             ).group_by(alloc.c.resource_provider_id, alloc.c.resource_class_id)
         )
     ]
     rpt = t.resource_provider_traits
     traits = [
         (r[0], trait_names[r[1]])
-        for r in conn.execute(select(rpt.c.resource_provider_id, rpt.c.trait_id))
+        for r in conn.execute(
+            in_trees(select(rpt.c.resource_provider_id, rpt.c.trait_id), rpt.c.resource_provider_id)
+        )
     ]
     rpa = t.resource_provider_aggregates
     agg = t.placement_aggregates
     aggregates = [
         (r[0], r[1])
         for r in conn.execute(
-            select(rpa.c.resource_provider_id, agg.c.uuid).join(
-                agg, agg.c.id == rpa.c.aggregate_id
+            in_trees(
+                select(rpa.c.resource_provider_id, agg.c.uuid).join(
+                    agg, agg.c.id == rpa.c.aggregate_id
+                ),
+                rpa.c.resource_provider_id,
             )
         )
     ]
-    fleet = FleetSnapshot.build(revision, providers, inventories, usages, traits, aggregates)
+    return providers, inventories, usages, traits, aggregates
+
+
+def load_fleet(conn: Connection) -> FleetSnapshot:
+    """Read everything the candidate search needs and build a ``FleetSnapshot``."""
+    revision = current_revision(conn)
+    rc_names, trait_names = _names(conn)
+    fleet = FleetSnapshot.build(revision, *_rows(conn, rc_names, trait_names, None))
     fleet.resource_class_names = frozenset(rc_names.values())
     fleet.trait_names = frozenset(trait_names.values())
     return fleet
 
 
+def refresh_fleet(conn: Connection, fleet: FleetSnapshot) -> FleetSnapshot:
+    """``fleet`` brought up to the current revision, in one read transaction: patched from the
+    change log (``placement_changes``) when it covers every revision since ``fleet.revision``
+    and names few trees, else loaded whole (``load_fleet``).
+
+    The trees replaced are those that held, in ``fleet``, a provider the writes touched, and
+    those that hold one now (a re-parent touches the whole moved subtree, so both its old and
+    new trees are reloaded); aggregate and sharing indexes are patched by
+    ``FleetSnapshot.replace_trees``.
+    """
+    revision = current_revision(conn)
+    if revision == fleet.revision:
+        return fleet
+    if revision < fleet.revision:
+        return load_fleet(conn)
+    rows = changes.changes_since(conn, fleet.revision)
+    if {r for r, _, _ in rows} != set(range(fleet.revision + 1, revision + 1)):
+        return load_fleet(conn)  # pruned, or written around ``Database.write()``
+    rows = [row for row in rows if row[0] <= revision]
+    if any(kind == changes.ALL for _, kind, _ in rows):
+        return load_fleet(conn)
+    touched = sorted({p for _, kind, p in rows if kind == changes.PROVIDER and p is not None})
+    if len(touched) > MAX_TOUCHED:
+        return load_fleet(conn)
+    root_ids: set[int] = set()
+    providers = fleet.providers
+    for provider_id in touched:
+        index = fleet.index_by_id.get(provider_id)
+        if index is not None:
+            root_ids.add(providers[providers[index].root].id)
+    if touched:
+        rp = t.resource_providers
+        root_ids.update(
+            int(r)
+            for r in conn.execute(
+                select(rp.c.root_provider_id).where(rp.c.id.in_(touched))
+            ).scalars()
+            if r is not None
+        )
+    if len(root_ids) > max(MAX_TREES, len(fleet.roots) // 10):
+        return load_fleet(conn)
+    names_changed = any(kind == changes.NAMES for _, kind, _ in rows)
+    rc_names, trait_names = _names(conn) if names_changed or touched else ({}, {})
+    roots = sorted(root_ids)
+    patched = fleet.replace_trees(revision, roots, *_rows(conn, rc_names, trait_names, roots))
+    if patched is None:
+        return load_fleet(conn)
+    if names_changed:
+        patched.resource_class_names = frozenset(rc_names.values())
+        patched.trait_names = frozenset(trait_names.values())
+    return patched
+
+
+# Beyond these, a whole reload is cheaper (or the IN lists too long).
+MAX_TOUCHED = 2000
+MAX_TREES = 500
+
+
 class SqlFleetSource:
-    """``FleetSource`` over a ``Database``: cached snapshot, reloaded when the revision moved."""
+    """``FleetSource`` over a ``Database``: cached snapshot, refreshed when the revision moved
+    (patched from the change log, see ``refresh_fleet``; loaded whole the first time)."""
 
     def __init__(self, database: Database) -> None:
         self.database = database
         self._fleet: FleetSnapshot | None = None
         self._lock = threading.Lock()
         self._local = threading.local()
+        self.full_loads = 0  # counters (tests, diagnostics)
+        self.patches = 0
 
     def _revision(self) -> int:
         """Read the revision counter in a fresh transaction. On SQLite (no connection pool)
@@ -130,7 +225,12 @@ class SqlFleetSource:
             fleet = self._fleet
             if fleet is not None and fleet.revision >= revision:
                 return fleet
-            fleet = self._load()
+            previous = fleet
+            fleet = self._load(previous)
+            if previous is not None and fleet.patched_from == previous.revision:
+                self.patches += 1
+            else:
+                self.full_loads += 1
             self._fleet = fleet
             # The snapshot is long-lived and acyclic: keep the cyclic garbage collector from
             # rescanning its ~10 objects per provider on every full collection during searches.
@@ -138,13 +238,15 @@ class SqlFleetSource:
             gc.freeze()
             return fleet
 
-    def _load(self) -> FleetSnapshot:
+    def _load(self, previous: FleetSnapshot | None) -> FleetSnapshot:
+        """Load (``previous`` None) or refresh in one consistent read transaction: SQLite's
+        deferred read transaction, REPEATABLE READ on PostgreSQL and MariaDB."""
         engine = self.database.engine
         if self.database.dialect == "sqlite":
             with engine.connect() as conn:
                 with conn.begin():
-                    return load_fleet(conn)
+                    return load_fleet(conn) if previous is None else refresh_fleet(conn, previous)
         with engine.connect() as conn:
             conn = conn.execution_options(isolation_level="REPEATABLE READ")
             with conn.begin():
-                return load_fleet(conn)
+                return load_fleet(conn) if previous is None else refresh_fleet(conn, previous)

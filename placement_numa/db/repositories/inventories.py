@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import Select, and_, delete, func, insert, select, update
 from sqlalchemy.engine import Connection, Row
 
-from placement_numa.db.repositories import names
+from placement_numa.db.repositories import changes, names
 from placement_numa.db.repositories.providers import ProviderRow, utcnow
 from placement_numa.db.tables import allocations, inventories, resource_classes
 from placement_numa.domain.inventory import InventoryFields
@@ -189,6 +189,7 @@ def _values(fields: InventoryFields) -> dict[str, int | float]:
 
 def add_inventory(conn: Connection, provider_id: int, class_id: int, fields: InventoryFields) -> None:
     """Insert one inventory row (an existing row of the class raises ``IntegrityError``)."""
+    changes.touch(conn, [provider_id])
     conn.execute(
         insert(inventories).values(
             resource_provider_id=provider_id,
@@ -207,6 +208,7 @@ def update_inventory(
     Capacity may drop below current usage (Placement allows it and only logs a warning); see
     ``usage_by_class`` to detect it.
     """
+    changes.touch(conn, [provider_id])
     result = conn.execute(
         update(inventories)
         .where(
@@ -229,6 +231,7 @@ def delete_inventory(
         used = classes_in_use(conn, provider.id, [class_id])
         if used:
             raise _in_use_error(provider.uuid, used)
+    changes.touch(conn, [provider.id])
     result = conn.execute(
         delete(inventories).where(
             inventories.c.resource_provider_id == provider.id,
@@ -259,6 +262,7 @@ def replace_inventories(
         for row in get_inventories(conn, provider.id).values()
     }
     wanted = {class_ids[name]: name for name in new}
+    changes.touch(conn, [provider.id])
     to_delete = sorted(set(existing) - set(wanted))
     if to_delete:
         if check_in_use:

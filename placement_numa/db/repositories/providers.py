@@ -12,6 +12,7 @@ from sqlalchemy import BigInteger, Select, and_, delete, func, insert, literal, 
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import aliased
 
+from placement_numa.db.repositories import changes
 from placement_numa.db.repositories.keys import inserted_id
 from placement_numa.db.tables import (
     allocations,
@@ -170,6 +171,7 @@ def insert_provider(
         new_id = inserted_id(result)
         if parent is None:
             conn.execute(update(rp).where(rp.c.id == new_id).values(root_provider_id=new_id))
+    changes.touch(conn, [new_id])
     created = get_by_id(conn, new_id)
     assert created is not None
     return created
@@ -180,6 +182,7 @@ def update_provider(
 ) -> None:
     """Set name, parent and root of one provider (not its generation, as Placement).
     Raises ``IntegrityError`` on a duplicate name (run in a savepoint)."""
+    changes.touch(conn, [provider_id])
     with conn.begin_nested():
         conn.execute(
             update(rp)
@@ -196,6 +199,7 @@ def update_provider(
 def set_root(conn: Connection, provider_ids: Iterable[int], root_id: int) -> None:
     """Point ``root_provider_id`` of ``provider_ids`` at ``root_id`` (a moved subtree)."""
     ids = sorted(set(provider_ids))
+    changes.touch(conn, ids)
     if ids:
         conn.execute(
             update(rp).where(rp.c.id.in_(ids)).values(root_provider_id=root_id, updated_at=utcnow())
@@ -253,6 +257,7 @@ def delete_provider(conn: Connection, provider_id: int) -> None:
 
     The caller checks children and allocations first; a child inserted meanwhile makes the final
     ``DELETE`` fail with ``IntegrityError`` (foreign key)."""
+    changes.touch(conn, [provider_id])
     conn.execute(delete(inventories).where(inventories.c.resource_provider_id == provider_id))
     conn.execute(
         delete(resource_provider_aggregates).where(

@@ -15,6 +15,7 @@ from sqlalchemy import Select, delete, exists, insert, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
+from placement_numa.db.repositories import changes
 from placement_numa.db.repositories.keys import inserted_id
 from placement_numa.db.repositories.providers import utcnow
 from placement_numa.db.tables import resource_provider_traits as rpt
@@ -118,6 +119,7 @@ def provider_traits(conn: Connection, provider_id: int) -> list[TraitRow]:
 
 def set_provider_traits(conn: Connection, provider_id: int, trait_ids: Iterable[int]) -> bool:
     """Make ``trait_ids`` the provider's whole trait set; returns whether anything changed."""
+    changes.touch(conn, [provider_id])
     wanted = set(trait_ids)
     have = set(
         conn.scalars(select(rpt.c.trait_id).where(rpt.c.resource_provider_id == provider_id))

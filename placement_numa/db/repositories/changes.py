@@ -1,0 +1,149 @@
+"""The fleet change log: what each write transaction touched, so readers can refresh exactly.
+
+Every write transaction (``Database.write()``) collects the internal ids of the resource
+providers whose candidate-relevant state it changed (parent/root, inventories, usage, traits,
+aggregates, existence): repositories call ``touch(conn, provider_ids)`` next to their
+statements. At the end ``Database.write()`` bumps ``placement_revision`` and calls ``record``,
+which writes one ``placement_changes`` row per touched provider with the new revision, in the
+same transaction (so the rows commit, or vanish, with the writes they describe).
+
+Rows (``kind``): ``"provider"`` (``provider_id`` touched), ``"names"`` (no provider touched;
+resource class or trait names may have changed), ``"all"`` (the transaction changed fleet tables
+without describing which providers: a reader reloads everything). Every revision gets at least
+one row, so a reader at revision ``r`` that finds rows for every revision in ``(r, now]`` knows
+the log is complete for it (nothing pruned, nothing written around ``Database.write()``).
+
+A safety net catches writes that forgot to ``touch``: an ``INSERT``/``UPDATE``/``DELETE`` on a
+fleet table in a transaction that touched no provider records ``"all"``; on the name tables it
+records ``"names"`` (an ``UPDATE`` there, a rename, records ``"all"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import delete, event, insert, select
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.sql.dml import Delete, Insert, Update
+
+from placement_numa.db import tables as t
+
+__all__ = [
+    "touch",
+    "begin",
+    "end",
+    "record",
+    "install",
+    "changes_since",
+    "PROVIDER",
+    "NAMES",
+    "ALL",
+    "KEEP_REVISIONS",
+    "PRUNE_EVERY",
+]
+
+PROVIDER, NAMES, ALL = "provider", "names", "all"
+# Rows of the last KEEP_REVISIONS revisions are kept; every PRUNE_EVERY revisions, older rows go.
+KEEP_REVISIONS = 2000
+PRUNE_EVERY = 100
+
+_KEY = "placement_numa.pending_changes"
+_FLEET_TABLES = frozenset(
+    table.name
+    for table in (
+        t.resource_providers,
+        t.inventories,
+        t.allocations,
+        t.resource_provider_traits,
+        t.resource_provider_aggregates,
+    )
+)
+_NAME_TABLES = frozenset((t.traits.name, t.resource_classes.name))
+
+
+@dataclass
+class _Pending:
+    providers: set[int] = field(default_factory=set)
+    fleet_dml: bool = False
+    names: bool = False
+    everything: bool = False
+
+
+def begin(conn: Connection) -> None:
+    """Start collecting changes on ``conn`` (called by ``Database.write()``)."""
+    conn.info[_KEY] = _Pending()
+
+
+def end(conn: Connection) -> None:
+    """Stop collecting on ``conn`` (its DBAPI connection may be pooled and reused)."""
+    try:
+        conn.info.pop(_KEY, None)
+    except Exception:  # an invalidated connection: ``begin`` resets the state anyway
+        pass
+
+
+def touch(conn: Connection, provider_ids: Iterable[int]) -> None:
+    """Note that this transaction changed what the candidate engine knows of ``provider_ids``
+    (internal ids; deleted or new providers too). A no-op outside ``Database.write()``."""
+    pending: _Pending | None = conn.info.get(_KEY)
+    if pending is not None:
+        pending.providers.update(int(p) for p in provider_ids)
+
+
+def _before_execute(
+    conn: Connection, clauseelement: Any, multiparams: Any, params: Any, execution_options: Any
+) -> None:
+    if not isinstance(clauseelement, (Insert, Update, Delete)):
+        return
+    pending: _Pending | None = conn.info.get(_KEY)
+    if pending is None:
+        return
+    name = clauseelement.table.name
+    if name in _FLEET_TABLES:
+        pending.fleet_dml = True
+    elif name in _NAME_TABLES:
+        if isinstance(clauseelement, Update):
+            pending.everything = True  # a renamed class renames inventories
+        pending.names = True
+
+
+def install(engine: Engine) -> None:
+    """Hook the safety net into ``engine`` (once per engine)."""
+    if not event.contains(engine, "before_execute", _before_execute):
+        event.listen(engine, "before_execute", _before_execute)
+
+
+def record(conn: Connection, revision: int) -> None:
+    """Write the change rows of the ending transaction at ``revision`` (its new revision), and
+    prune rows older than ``KEEP_REVISIONS`` every ``PRUNE_EVERY`` revisions."""
+    pending: _Pending | None = conn.info.get(_KEY)
+    rows: list[dict[str, Any]] = []
+    if pending is None or pending.everything or (pending.fleet_dml and not pending.providers):
+        rows.append({"revision": revision, "kind": ALL, "provider_id": None})
+    else:
+        rows.extend(
+            {"revision": revision, "kind": PROVIDER, "provider_id": p}
+            for p in sorted(pending.providers)
+        )
+        if pending.names or not rows:
+            rows.append({"revision": revision, "kind": NAMES, "provider_id": None})
+    conn.execute(insert(t.placement_changes), rows)
+    if revision % PRUNE_EVERY == 0:
+        conn.execute(
+            delete(t.placement_changes).where(
+                t.placement_changes.c.revision <= revision - KEEP_REVISIONS
+            )
+        )
+
+
+def changes_since(conn: Connection, revision: int) -> list[tuple[int, str, int | None]]:
+    """``(revision, kind, provider_id)`` of every change row after ``revision``, oldest first."""
+    pc = t.placement_changes
+    result = conn.execute(
+        select(pc.c.revision, pc.c.kind, pc.c.provider_id)
+        .where(pc.c.revision > revision)
+        .order_by(pc.c.revision, pc.c.id)
+    )
+    return [(int(r), str(k), None if p is None else int(p)) for r, k, p in result]

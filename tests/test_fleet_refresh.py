@@ -1,0 +1,298 @@
+"""The engine's incremental refresh (change log, whole trees patched) equals a fresh full load,
+after every kind of write, on every backend."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from fastapi import FastAPI
+
+from placement_numa.db.repositories.fleet import SqlFleetSource
+from placement_numa.engine.fleet import FleetSnapshot
+from tests.conftest import PlacementAPI
+
+SHARES = "MISC_SHARES_VIA_AGGREGATE"
+
+
+def canonical(fleet: FleetSnapshot) -> dict[str, Any]:
+    """Everything the search reads, keyed by uuids (indices may differ between snapshots)."""
+    providers = fleet.providers
+    uuid_of = fleet.uuids
+    live = sorted(fleet.index_by_uuid.values())
+    assert sorted(i for members in fleet.tree.values() for i in members) == live
+    profiles: dict[int, set[str]] = {}
+    for root, profile in fleet.root_profiles.items():
+        profiles.setdefault(profile, set()).add(uuid_of[root])
+    assert set(fleet.root_profiles) == set(fleet.roots)
+    return {
+        "revision": fleet.revision,
+        "order": [uuid_of[i] for i in live],  # index order is database id order
+        "providers": {
+            uuid_of[i]: (
+                providers[i].id,
+                uuid_of[providers[i].parent] if providers[i].parent >= 0 else None,
+                uuid_of[providers[i].root],
+                providers[i].depth,
+                providers[i].traits,
+                providers[i].aggregates,
+                sorted(providers[i].inventories.items()),
+                [uuid_of[a] for a in fleet.chains[i]],
+                fleet.index_by_id[providers[i].id] == i and providers[i].index == i,
+            )
+            for i in live
+        },
+        "roots": [uuid_of[r] for r in fleet.roots],
+        "tree": {uuid_of[r]: [uuid_of[m] for m in ms] for r, ms in fleet.tree.items()},
+        "has_trees": fleet.has_trees,
+        "aggregate_members": {
+            agg: {uuid_of[m] for m in ms} for agg, ms in fleet.aggregate_members.items()
+        },
+        "sharing_anchors": {
+            uuid_of[s]: {uuid_of[r] for r in anchors}
+            for s, anchors in fleet.sharing_anchors.items()
+        },
+        "shared_into": {
+            uuid_of[r]: [uuid_of[s] for s in sps] for r, sps in fleet.shared_into.items()
+        },
+        "roots_with_sharing": {uuid_of[r] for r in fleet.roots_with_sharing},
+        "profiles": sorted(sorted(group) for group in profiles.values()),
+        "names": (fleet.resource_class_names, fleet.trait_names),
+    }
+
+
+class Refresh:
+    """An engine's fleet source kept across writes, checked against a fresh full load."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self.database = app.state.database
+        self.source = SqlFleetSource(self.database)
+        self.source.snapshot()
+
+    def check(self, *, patched: bool = True) -> FleetSnapshot:
+        before = self.source.patches
+        fleet = self.source.snapshot()
+        full = SqlFleetSource(self.database).snapshot()
+        assert canonical(fleet) == canonical(full)
+        if patched:
+            assert self.source.patches == before + 1, "expected an incremental refresh"
+        return fleet
+
+
+def _rp(api: PlacementAPI, name: str, parent: str | None = None) -> str:
+    u = str(uuid.uuid4())
+    body: dict[str, Any] = {"name": name, "uuid": u}
+    if parent:
+        body["parent_provider_uuid"] = parent
+    r = api.post("/resource_providers", json=body, version="1.39")
+    assert r.status_code == 200, r.text
+    return u
+
+
+def _gen(api: PlacementAPI, u: str) -> int:
+    r = api.get(f"/resource_providers/{u}", version="1.39")
+    return int(r.json()["generation"])
+
+
+def _inventory(api: PlacementAPI, u: str, inventories: dict[str, Any]) -> None:
+    r = api.put(
+        f"/resource_providers/{u}/inventories",
+        json={"resource_provider_generation": _gen(api, u), "inventories": inventories},
+        version="1.39",
+    )
+    assert r.status_code == 200, r.text
+
+
+def _traits(api: PlacementAPI, u: str, traits: list[str]) -> None:
+    r = api.put(
+        f"/resource_providers/{u}/traits",
+        json={"resource_provider_generation": _gen(api, u), "traits": traits},
+        version="1.39",
+    )
+    assert r.status_code == 200, r.text
+
+
+def _aggregates(api: PlacementAPI, u: str, aggs: list[str]) -> None:
+    r = api.put(
+        f"/resource_providers/{u}/aggregates",
+        json={"resource_provider_generation": _gen(api, u), "aggregates": aggs},
+        version="1.39",
+    )
+    assert r.status_code == 200, r.text
+
+
+def _allocate(api: PlacementAPI, consumer: str, allocations: dict[str, dict[str, int]],
+              generation: int | None) -> None:
+    body = {
+        "allocations": {u: {"resources": res} for u, res in allocations.items()},
+        "project_id": "p", "user_id": "u", "consumer_generation": generation,
+    }
+    r = api.put(f"/allocations/{consumer}", json=body, version="1.36")
+    assert r.status_code == 204, r.text
+
+
+def _host(api: PlacementAPI, name: str) -> dict[str, str]:
+    root = _rp(api, name)
+    cell = _rp(api, f"{name}_cell", root)
+    _inventory(api, root, {"DISK_GB": {"total": 100}})
+    _inventory(api, cell, {"VCPU": {"total": 8}, "MEMORY_MB": {"total": 4096}})
+    _traits(api, cell, ["HW_NUMA_ROOT"])
+    return {"root": root, "cell": cell}
+
+
+def test_each_kind_of_write_is_applied_incrementally(app: FastAPI, api: PlacementAPI) -> None:
+    a = _host(api, "a")
+    b = _host(api, "b")
+    refresh = Refresh(app)
+
+    # providers: create a root and a child
+    c = _rp(api, "c")
+    refresh.check()
+    c_child = _rp(api, "c_child", c)
+    refresh.check()
+    # inventories: replace all, update one, delete one
+    _inventory(api, c_child, {"VCPU": {"total": 4}, "SRIOV_NET_VF": {"total": 2}})
+    refresh.check()
+    r = api.put(f"/resource_providers/{c_child}/inventories/VCPU", version="1.39",
+                json={"resource_provider_generation": _gen(api, c_child), "total": 6})
+    assert r.status_code == 200, r.text
+    refresh.check()
+    r = api.delete(f"/resource_providers/{c_child}/inventories/SRIOV_NET_VF", version="1.39")
+    assert r.status_code == 204, r.text
+    refresh.check()
+    # traits: set, then delete all
+    _traits(api, c_child, ["CUSTOM_GOLD", "HW_CPU_X86_AVX2"] if False else ["HW_CPU_X86_AVX2"])
+    refresh.check()
+    r = api.delete(f"/resource_providers/{c_child}/traits", version="1.39")
+    assert r.status_code == 204, r.text
+    refresh.check()
+    # custom trait and resource class names
+    assert api.put("/traits/CUSTOM_GOLD", version="1.39").status_code == 201
+    assert api.put("/resource_classes/CUSTOM_FPGA", version="1.39").status_code == 201
+    fleet = refresh.check()
+    assert fleet.trait_names is not None and "CUSTOM_GOLD" in fleet.trait_names
+    _traits(api, c_child, ["CUSTOM_GOLD"])
+    _inventory(api, c_child, {"VCPU": {"total": 6}, "CUSTOM_FPGA": {"total": 1}})
+    refresh.check(patched=False)  # two revisions at once: one patch
+    # aggregates and sharing: a sharing provider joins an aggregate of a's root
+    share = _rp(api, "share")
+    _inventory(api, share, {"DISK_GB": {"total": 1000}})
+    _traits(api, share, [SHARES])
+    refresh.check(patched=False)
+    agg1, agg2 = str(uuid.uuid4()), str(uuid.uuid4())
+    _aggregates(api, share, [agg1])
+    refresh.check()
+    _aggregates(api, a["root"], [agg1])
+    fleet = refresh.check()
+    assert fleet.shared_into[fleet.index_by_uuid[a["root"]]] == [fleet.index_by_uuid[share]]
+    _aggregates(api, b["cell"], [agg1, agg2])  # a child's aggregate anchors its root
+    refresh.check()
+    _aggregates(api, a["root"], [])
+    refresh.check()
+    _traits(api, share, [])  # no longer sharing
+    fleet = refresh.check()
+    assert not fleet.sharing_anchors
+    _traits(api, share, [SHARES])
+    refresh.check()
+    # allocations: create, replace (other providers), delete; several consumers at once
+    consumer = str(uuid.uuid4())
+    _allocate(api, consumer, {a["cell"]: {"VCPU": 2}, share: {"DISK_GB": 10}}, None)
+    fleet = refresh.check()
+    assert fleet.providers[fleet.index_by_uuid[a["cell"]]].inventories["VCPU"].used == 2
+    _allocate(api, consumer, {b["cell"]: {"VCPU": 1, "MEMORY_MB": 512}}, 1)
+    fleet = refresh.check()
+    assert fleet.providers[fleet.index_by_uuid[a["cell"]]].inventories["VCPU"].used == 0
+    other = str(uuid.uuid4())
+    r = api.post("/allocations", version="1.36", json={
+        consumer: {"allocations": {a["root"]: {"resources": {"DISK_GB": 5}}},
+                   "project_id": "p", "user_id": "u", "consumer_generation": 2},
+        other: {"allocations": {c_child: {"resources": {"VCPU": 1}}},
+                "project_id": "p", "user_id": "u", "consumer_generation": None},
+    })
+    assert r.status_code == 204, r.text
+    refresh.check()
+    assert api.delete(f"/allocations/{consumer}", version="1.39").status_code == 204
+    fleet = refresh.check()
+    assert fleet.providers[fleet.index_by_uuid[a["root"]]].inventories["DISK_GB"].used == 0
+    # re-parent: c's child moves under b's cell (subtree moves trees), then back to a root
+    grandchild = _rp(api, "c_grandchild", c_child)
+    _inventory(api, grandchild, {"VCPU": {"total": 2}})
+    refresh.check(patched=False)
+    r = api.put(f"/resource_providers/{c_child}", version="1.37",
+                json={"name": "c_child", "parent_provider_uuid": b["cell"]})
+    assert r.status_code == 200, r.text
+    fleet = refresh.check()
+    assert fleet.providers[fleet.index_by_uuid[grandchild]].root == fleet.index_by_uuid[b["root"]]
+    r = api.put(f"/resource_providers/{c_child}", version="1.37",
+                json={"name": "c_child", "parent_provider_uuid": None})
+    assert r.status_code == 200, r.text
+    fleet = refresh.check()
+    assert fleet.index_by_uuid[c_child] in fleet.roots
+    # delete: a leaf, then a whole root
+    assert api.delete(f"/allocations/{other}", version="1.39").status_code == 204
+    assert api.delete(f"/resource_providers/{grandchild}", version="1.39").status_code == 204
+    refresh.check(patched=False)
+    assert api.delete(f"/resource_providers/{c}", version="1.39").status_code == 204
+    fleet = refresh.check()
+    assert c not in fleet.index_by_uuid
+    # names: delete the custom resource class after its inventory went
+    _inventory(api, c_child, {})
+    assert api.delete("/resource_classes/CUSTOM_FPGA", version="1.39").status_code == 204
+    fleet = refresh.check(patched=False)
+    assert fleet.resource_class_names is not None
+    assert "CUSTOM_FPGA" not in fleet.resource_class_names
+
+
+def test_reshaper_is_applied_incrementally(app: FastAPI, api: PlacementAPI) -> None:
+    host = _host(api, "h")
+    refresh = Refresh(app)
+    consumer = str(uuid.uuid4())
+    _allocate(api, consumer, {host["cell"]: {"VCPU": 2}}, None)
+    refresh.check()
+    new_cell = _rp(api, "h_cell2", host["root"])
+    refresh.check()
+    gens = {u: _gen(api, u) for u in (host["root"], host["cell"], new_cell)}
+    body = {
+        "inventories": {
+            host["root"]: {"resource_provider_generation": gens[host["root"]],
+                           "inventories": {"DISK_GB": {"total": 100}}},
+            host["cell"]: {"resource_provider_generation": gens[host["cell"]],
+                           "inventories": {"VCPU": {"total": 4}}},
+            new_cell: {"resource_provider_generation": gens[new_cell],
+                       "inventories": {"VCPU": {"total": 4}, "MEMORY_MB": {"total": 4096}}},
+        },
+        "allocations": {
+            consumer: {"allocations": {new_cell: {"resources": {"VCPU": 2}}},
+                       "project_id": "p", "user_id": "u", "consumer_generation": 1},
+        },
+    }
+    r = api.post("/reshaper", json=body, version="1.36")
+    assert r.status_code == 204, r.text
+    fleet = refresh.check()
+    assert fleet.providers[fleet.index_by_uuid[new_cell]].inventories["VCPU"].used == 2
+    assert fleet.providers[fleet.index_by_uuid[host["cell"]]].inventories["VCPU"].used == 0
+
+
+def test_unlogged_writes_force_a_full_reload(app: FastAPI, api: PlacementAPI) -> None:
+    """Revisions without change rows (pruned, or bumped around ``Database.write``) and writes
+    to fleet tables that touched no provider reload everything."""
+    from sqlalchemy import delete, update
+
+    from placement_numa.db import tables as t
+
+    host = _host(api, "h")
+    refresh = Refresh(app)
+    with app.state.database.engine.begin() as conn:  # a write around Database.write()
+        conn.execute(delete(t.inventories))
+        conn.execute(
+            update(t.placement_revision).values(revision=t.placement_revision.c.revision + 1)
+        )
+    before = refresh.source.full_loads
+    fleet = refresh.check(patched=False)
+    assert refresh.source.full_loads == before + 1
+    assert not fleet.providers[fleet.index_by_uuid[host["cell"]]].inventories
+    with app.state.database.write() as conn:  # DML that touched no provider
+        conn.execute(delete(t.resource_provider_traits))
+    fleet = refresh.check(patched=False)
+    assert refresh.source.full_loads == before + 2
+    assert not fleet.providers[fleet.index_by_uuid[host["cell"]]].traits
