@@ -38,7 +38,9 @@ class Settings(BaseSettings):
     )
     sync_standard_names: bool = Field(
         default=True,
-        description="Insert os-traits / os-resource-classes names missing from the database at start.",
+        description=(
+            "Insert os-traits / os-resource-classes names missing from the database at start."
+        ),
     )
     migrations_dir: Path | None = Field(
         default=None,

@@ -102,7 +102,8 @@ def build_numa_host(
 def build_flat_host(
     base: Path, *, cpus: int, memory_kb: int, page_sizes: Sequence[int] = (HUGE_2M,)
 ) -> Path:
-    """A host without ``node<N>`` directories (one cell): CPUs, ``proc/meminfo``, global huge pages."""
+    """A host without ``node<N>`` directories (one cell): CPUs, ``proc/meminfo``, global huge
+    pages."""
     sys = base / "sys"
     _write_cpus(sys, {cpu: [cpu] for cpu in range(cpus)})
     _write(

@@ -13,8 +13,22 @@ from tests.sysfs_fixtures import amd_epyc_nps4, one_cell_vm
 
 def test_show_prints_the_desired_tree(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     sys = amd_epyc_nps4(tmp_path)
-    code = main(["agent", "--show", "--sysfs-root", str(sys), "--hostname", "epyc1", "--disk-gb", "900",
-                 "--cpu-dedicated-set", "8-63,72-127", "--cpu-shared-set", "0-7,64-71"])  # fmt: skip
+    code = main(
+        [
+            "agent",
+            "--show",
+            "--sysfs-root",
+            str(sys),
+            "--hostname",
+            "epyc1",
+            "--disk-gb",
+            "900",
+            "--cpu-dedicated-set",
+            "8-63,72-127",
+            "--cpu-shared-set",
+            "0-7,64-71",
+        ]
+    )
     assert code == 0
     document = json.loads(capsys.readouterr().out)
     providers = {p["name"]: p for p in document["providers"]}

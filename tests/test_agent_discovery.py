@@ -1,4 +1,5 @@
-"""Host discovery, settings validation and the desired tree, on sysfs trees of real shapes (pure)."""
+"""Host discovery, settings validation and the desired tree, on sysfs trees of real shapes
+(pure)."""
 
 from __future__ import annotations
 
@@ -155,8 +156,13 @@ def test_uneven_hugepages_tree(tmp_path: Path) -> None:
     assert inv["NUMA1/PAGE_4KB"] is not None and inv["NUMA1/PAGE_4KB"].total == 64 * GiB_MB - 1024
     two_m = inv["NUMA0/PAGE_2048KB"]
     assert two_m is not None and two_m.as_dict() == {
-        "total": 2048, "reserved": 0, "min_unit": 2, "max_unit": 2048, "step_size": 2, "allocation_ratio": 1.0,
-    }  # fmt: skip
+        "total": 2048,
+        "reserved": 0,
+        "min_unit": 2,
+        "max_unit": 2048,
+        "step_size": 2,
+        "allocation_ratio": 1.0,
+    }
     one_g = inv["NUMA0/PAGE_1048576KB"]
     assert one_g is not None and (one_g.total, one_g.step_size, one_g.min_unit) == (
         4096,

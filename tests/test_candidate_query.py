@@ -145,7 +145,8 @@ def test_unsuffixed_group_with_everything() -> None:
             "1.22",
             "resources=VCPU:1&required=A,!A",
             "placement.undefined_code",
-            "Conflicting required and forbidden traits found in the following traits keys: required: (A)",
+            "Conflicting required and forbidden traits found in the following traits keys:"
+            " required: (A)",
         ),
         (
             "1.39",

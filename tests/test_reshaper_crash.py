@@ -36,8 +36,10 @@ with database.write() as conn:
     apply_reshape(
         conn,
         inventories={
-            rp: ProviderInventories(e["resource_provider_generation"],
-                                    {rc: InventoryFields(**f) for rc, f in e["inventories"].items()})
+            rp: ProviderInventories(
+                e["resource_provider_generation"],
+                {rc: InventoryFields(**f) for rc, f in e["inventories"].items()},
+            )
             for rp, e in body["inventories"].items()
         },
         allocations=[

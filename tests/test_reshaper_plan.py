@@ -3,7 +3,8 @@
 The flat host of most tests::
 
     cn1  VCPU 32 (ratio 4.0), PCPU 16, MEMORY_MB 65536 (reserved 512), DISK_GB 1000
-         twelve consumers: 8 shared (2 VCPU, 2048 MiB), 4 pinned (2 PCPU, 4096 MiB), 10 GiB disk each
+         twelve consumers: 8 shared (2 VCPU, 2048 MiB), 4 pinned (2 PCPU, 4096 MiB),
+         10 GiB disk each
 
 and the targets: 2 cells (16 VCPU, 8 PCPU, 32 GiB each) and 4 cells (8 VCPU, 4 PCPU, 16 GiB).
 """

@@ -1,4 +1,5 @@
-"""Resource classes (1.2+), as OpenStack Placement answers them (checked against Placement 16.0.0)."""
+"""Resource classes (1.2+), as OpenStack Placement answers them (checked against Placement
+16.0.0)."""
 
 from __future__ import annotations
 

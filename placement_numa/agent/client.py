@@ -4,7 +4,8 @@ Every request carries ``x-auth-token`` and ``OpenStack-API-Version: placement 1.
 relative, so an injected ``httpx.Client`` (e.g. FastAPI's ``TestClient`` over the app) decides
 where they go. Errors::
 
-    PlacementClientError          any unexpected status; .status, .code (Placement error code), .detail
+    PlacementClientError          any unexpected status; .status, .code (Placement error code),
+    │                             .detail
     ├── ProviderConflict          409 (generation mismatch: .code "placement.concurrent_update",
     │                             inventory in use, duplicate name, ...)
     └── NotFoundError             404

@@ -1,6 +1,7 @@
 """Agent settings in Nova's terms, and their validation against the discovered host.
 
-Environment variables carry the prefix ``PLACEMENT_NUMA_AGENT_`` (``PLACEMENT_NUMA_AGENT_CPU_DEDICATED_SET=4-15,^8``).
+Environment variables carry the prefix ``PLACEMENT_NUMA_AGENT_``
+(``PLACEMENT_NUMA_AGENT_CPU_DEDICATED_SET=4-15,^8``).
 The options and their defaults follow Nova's ``[compute]`` / ``[DEFAULT]`` options of the same
 names (``cpu_dedicated_set``, ``cpu_shared_set``, ``reserved_host_cpus``,
 ``reserved_host_memory_mb``, ``reserved_host_disk_mb``, ``initial_*_allocation_ratio``).

@@ -1,7 +1,8 @@
 """The NUMA distance matrix of a compute node, through placement-numa's extension API
 ``/resource_providers/{root uuid}/numa_distances`` (``api/routers/numa_topology.py``)::
 
-    GET -> {"generation": int, "cells": {"0": uuid, ...}, "distances": {"0": {"0": 10, "1": 21}, ...}}
+    GET -> {"generation": int, "cells": {"0": uuid, ...},
+            "distances": {"0": {"0": 10, "1": 21}, ...}}
     PUT {"generation": null (create) | int (replace), "distances": {...}}
 
 The matrix has its own generation. It is written only when it differs from the stored one; a

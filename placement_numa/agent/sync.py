@@ -192,7 +192,8 @@ class _Syncer:
         def attempt() -> None:
             generation, current = self.client.get_inventories(uuid)
             if is_root:
-                # Keep classes the agent does not report (VGPU, bandwidth, ...); drop flat leftovers.
+                # Keep classes the agent does not report (VGPU, bandwidth, ...);
+                # drop flat leftovers.
                 wanted = {rc: inv for rc, inv in current.items() if rc not in ROOT_CLASSES}
                 wanted.update(provider.inventories)
             else:

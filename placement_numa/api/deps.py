@@ -96,7 +96,8 @@ JsonBody = Annotated[Any, Depends(get_json_body)]
 
 
 def require_version(minimum: mv.Microversion) -> Callable[[Request], None]:
-    """A route dependency: 404 (as Placement) when the request's microversion is below ``minimum``."""
+    """A route dependency: 404 (as Placement) when the request's microversion is below
+    ``minimum``."""
 
     def _check(request: Request) -> None:
         if get_version(request) < minimum:
@@ -120,7 +121,8 @@ def validate(schema: type[T] | TypeAdapter[T], data: Any) -> T:
 
 
 def body_doc(model: type[BaseModel], description: str = "") -> dict[str, Any]:
-    """``openapi_extra`` documenting a JSON request body of shape ``model`` (newest microversion)."""
+    """``openapi_extra`` documenting a JSON request body of shape ``model`` (newest
+    microversion)."""
     schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
     defs = schema.pop("$defs", {})
     return {

@@ -12,8 +12,9 @@ host's tree, inventories, traits and consumers are read over HTTP, the plan is c
 (``placement_numa.reshape``), and ``apply`` creates the cell and page-size providers with their
 traits, re-reads their generations, sends the body with ``POST /reshaper`` (one transaction on
 the server), stores the distance matrix (placement-numa's ``numa_distances`` extension, when the
-server has it) and, for ``--to-flat``, removes the matrix and deletes the emptied child providers. If ``POST /reshaper``
-fails, the providers it created are deleted again and nothing else has changed.
+server has it) and, for ``--to-flat``, removes the matrix and deletes the emptied child
+providers. If ``POST /reshaper`` fails, the providers it created are deleted again and nothing
+else has changed.
 
 ``plan`` prints the plan as JSON (``reshaper`` is the ``POST /reshaper`` body) followed by a
 human summary on stderr. Exit codes: 0 done, 1 Placement refused, 2 the plan is impossible.
@@ -57,7 +58,8 @@ def _check(response: httpx.Response, *expected: int) -> httpx.Response:
         except (ValueError, KeyError, IndexError):
             detail = response.text
         raise PlacementRefused(
-            f"{response.request.method} {response.request.url.path} -> {response.status_code}: {detail}"
+            f"{response.request.method} {response.request.url.path}"
+            f" -> {response.status_code}: {detail}"
         )
     return response
 

@@ -1,4 +1,5 @@
-"""Apply alembic migrations from ``migrations/`` programmatically (``placement-numa db upgrade``)."""
+"""Apply alembic migrations from ``migrations/`` programmatically
+(``placement-numa db upgrade``)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,8 @@ Rules (Nova spec "NUMA Topology with Resource Providers"; Placement's reshaper, 
   MiB; traits ``MEMORY_PAGE_SIZE_SMALL|LARGE`` and ``CUSTOM_MEMORY_PAGE_SIZE_<KiB>``); every other
   class stays on the compute node.
 * Allocation ratios, ``min_unit`` and ``max_unit`` of the flat inventories carry over to the
-  cells and small pages (huge pages: ratio 1.0, one page minimum, their total as maximum). The flat ``reserved`` of a class goes to the first cell, unless the topology gives
+  cells and small pages (huge pages: ratio 1.0, one page minimum, their total as maximum). The
+  flat ``reserved`` of a class goes to the first cell, unless the topology gives
   per-cell reservations.
 * Each consumer's ``VCPU``/``PCPU``/``MEMORY_MB`` on the compute node move to one cell, or to
   ``numa_nodes`` distinct cells split evenly, its memory in its page size (small pages unless
@@ -121,7 +122,8 @@ def _cell_inventories(
 
 
 def _split(amount: int, parts: int, step: int) -> list[int]:
-    """Split ``amount`` into ``parts`` multiples of ``step`` as evenly as possible (larger first)."""
+    """Split ``amount`` into ``parts`` multiples of ``step`` as evenly as possible (larger
+    first)."""
     units, rest = divmod(amount, step)
     base, extra = divmod(units, parts)
     return [(base + (1 if i < extra else 0)) * step + (rest if i == 0 else 0) for i in range(parts)]
@@ -385,7 +387,8 @@ def plan_to_flat(host: HostState) -> Plan:
         for rc, inv in sorted(final_root.items())
     ]
     summary.append(
-        f"  {len(moving)} consumers moved back to {host.host}; delete {len(children)} child providers"
+        f"  {len(moving)} consumers moved back to {host.host};"
+        f" delete {len(children)} child providers"
     )
     summary.append(f"  usages before {before}, after {after}")
     summary.append("  the host's NUMA distance matrix no longer applies (apply removes it)")

@@ -44,7 +44,8 @@ class PageSize:
 
 @dataclass(frozen=True)
 class CellSpec:
-    """One host NUMA cell: dedicated (``pcpus``) and shared (``vcpus``) CPUs, memory by page size."""
+    """One host NUMA cell: dedicated (``pcpus``) and shared (``vcpus``) CPUs, memory by page
+    size."""
 
     id: int
     pcpus: int

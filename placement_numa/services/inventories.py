@@ -35,7 +35,8 @@ LOG = logging.getLogger(__name__)
 
 
 def _provider(conn: Connection, uuid: str) -> ProviderRow:
-    """The provider, or ``NotFound`` (404 without a specific code, as Placement's inventory routes)."""
+    """The provider, or ``NotFound`` (404 without a specific code, as Placement's inventory
+    routes)."""
     provider = providers.get_by_uuid(conn, uuid)
     if provider is None:
         raise NotFound(f"No resource provider with uuid {uuid} found")

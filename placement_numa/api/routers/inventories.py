@@ -123,7 +123,8 @@ def post_inventory(
         fields=fields,
         reserved_may_equal_total=version >= mv.RESERVED_EQUALS_TOTAL,
     )
-    location = f"{str(request.base_url).rstrip('/')}/resource_providers/{uuid}/inventories/{data.resource_class}"
+    base = str(request.base_url).rstrip("/")
+    location = f"{base}/resource_providers/{uuid}/inventories/{data.resource_class}"
     return json_response(
         _one(fields, generation), version, status=201, headers={"location": location}
     )

@@ -112,11 +112,15 @@ def _plan_request(body: Any) -> dict[str, Any]:
     openapi_extra=_PLAN_REQUEST_DOC,
     responses={
         200: {
-            "description": "The plan: providers to create or delete, the POST /reshaper body, a summary"
+            "description": (
+                "The plan: providers to create or delete, the POST /reshaper body, a summary"
+            )
         },
         404: {"description": "No such compute node"},
         409: {
-            "description": "A consumer fits on no NUMA cell (code placement_numa.reshape.unplaceable)"
+            "description": (
+                "A consumer fits on no NUMA cell (code placement_numa.reshape.unplaceable)"
+            )
         },
     },
 )

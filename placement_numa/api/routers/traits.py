@@ -1,4 +1,5 @@
-"""Routes: ``/traits[/{name}]`` and ``/resource_providers/{uuid}/traits`` (Placement 1.6+; 404 below).
+"""Routes: ``/traits[/{name}]`` and ``/resource_providers/{uuid}/traits`` (Placement 1.6+;
+404 below).
 
 * ``GET /traits?name=in:A,B|startswith:PREFIX&associated=true|false`` -> ``{"traits": [...]}``
 * ``GET /traits/{name}`` -> 204 (exists) or 404; ``PUT`` creates a custom trait (201, 204 when it

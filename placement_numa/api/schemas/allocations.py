@@ -1,11 +1,13 @@
-"""Request bodies of ``PUT /allocations/{consumer_uuid}`` and ``POST /allocations``, per microversion.
+"""Request bodies of ``PUT /allocations/{consumer_uuid}`` and ``POST /allocations``, per
+microversion.
 
 Placement's shapes (``placement/schemas/allocation.py``), as pydantic models with extra keys
 forbidden and strict types (a JSON string is never an integer):
 
 * 1.0-1.7:   ``{"allocations": [{"resource_provider": {"uuid"}, "resources": {RC: n}}]}``
 * 1.8-1.11:  the same plus required ``project_id``, ``user_id``
-* 1.12-1.27: ``{"allocations": {rp_uuid: {"resources": {RC: n}, "generation"?}}, project_id, user_id}``
+* 1.12-1.27: ``{"allocations": {rp_uuid: {"resources": {RC: n}, "generation"?}}, project_id,
+  user_id}``
 * 1.28-1.33: plus required ``consumer_generation`` (int or null); ``allocations`` may be ``{}``
 * 1.34-1.37: plus optional ``mappings`` ``{suffix: [rp_uuid, ...]}``
 * 1.38+:     plus required ``consumer_type`` (``^[A-Z0-9_]+$``)
@@ -131,7 +133,8 @@ class AllocationsPostV1_34(
 class AllocationsPostV1_38(
     RootModel[Annotated[dict[UuidKey, AllocationsPutV1_38], Field(min_length=1)]]
 ):
-    """``{consumer_uuid: {allocations, project_id, user_id, consumer_generation, consumer_type}}``."""
+    """The body of ``POST /allocations`` (1.38+), keyed by consumer uuid:
+    ``{consumer_uuid: {allocations, project_id, user_id, consumer_generation, consumer_type}}``."""
 
 
 def put_schema(version: mv.Microversion) -> type[BaseModel]:

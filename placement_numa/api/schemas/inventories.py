@@ -4,7 +4,8 @@
   "inventories": {RC: {total, reserved?, min_unit?, max_unit?, step_size?, allocation_ratio?}}}``
 * ``POST /resource_providers/{uuid}/inventories``: ``{resource_class, total, ...}`` (a
   ``resource_provider_generation`` is accepted and ignored, as in Placement)
-* ``PUT /resource_providers/{uuid}/inventories/{rc}``: ``{resource_provider_generation, total, ...}``
+* ``PUT /resource_providers/{uuid}/inventories/{rc}``:
+  ``{resource_provider_generation, total, ...}``
 
 Integers are JSON integers (an integral float such as ``8.0`` counts, as in JSON Schema; strings and
 booleans do not) between the field's minimum and 2**31 - 1. Extra keys are refused (400).

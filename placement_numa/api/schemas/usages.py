@@ -1,4 +1,5 @@
-"""Query string of ``GET /usages``: ``project_id`` (required), ``user_id``, ``consumer_type`` (1.38+)."""
+"""Query string of ``GET /usages``: ``project_id`` (required), ``user_id``, ``consumer_type``
+(1.38+)."""
 
 from __future__ import annotations
 
