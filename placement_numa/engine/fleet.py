@@ -249,56 +249,68 @@ class FleetSnapshot:
             plist[info.index] = info
         new.providers = plist
         _set_depths(plist, infos)
-        index_by_uuid = dict(old.index_by_uuid)
-        index_by_id = dict(old.index_by_id)
         gone = removed - loaded
-        for i in gone:
-            info = old_providers[i]
-            del index_by_uuid[info.uuid]
-            del index_by_id[info.id]
-        for info in infos:
-            index_by_uuid[info.uuid] = info.index
-            index_by_id[info.id] = info.index
-        new.index_by_uuid = index_by_uuid
-        new.index_by_id = index_by_id
-        new.max_id = max(index_by_id, default=0) if gone else max(old.max_id, *index_of, 0)
-        # trees and roots
         old_roots = {old_providers[i].root for i in removed}
-        tree = dict(old.tree)
-        for root in old_roots:
-            tree.pop(root, None)
-        new_trees: dict[int, list[int]] = {}
-        for info in sorted(infos, key=lambda p: p.index):
-            new_trees.setdefault(info.root, []).append(info.index)
-        tree.update(new_trees)
-        new.tree = tree
-        if old_roots or new_trees:
-            live_roots = (set(old.roots) - old_roots) | set(new_trees)
-            new.roots = sorted(live_roots)
-        else:
-            new.roots = old.roots
-        uuids = list(old.uuids)
-        chains = list(old.chains)
-        uuids.extend("" for _ in range(next_index - len(uuids)))
-        chains.extend(() for _ in range(next_index - len(chains)))
-        for info in infos:
-            uuids[info.index] = info.uuid
-            chains[info.index] = _chain(plist, info.index)
-        new.uuids = uuids
-        new.chains = chains
-        new.children_count = (
-            old.children_count
-            - sum(1 for i in removed if old_providers[i].parent >= 0)
-            + sum(1 for info in infos if info.parent >= 0)
+        same_places = (
+            not gone
+            and len(loaded) == len(removed)
+            and all(
+                info.parent == old_providers[info.index].parent
+                and info.root == old_providers[info.index].root
+                for info in infos
+            )
         )
-        new.has_trees = new.children_count > 0
+        if same_places:
+            # same providers in the same places (usage, inventory, trait, aggregate changes):
+            # every structural index is shared with the old snapshot
+            new.index_by_uuid = old.index_by_uuid
+            new.index_by_id = old.index_by_id
+            new.max_id = old.max_id
+            new.tree = old.tree
+            new.roots = old.roots
+            new.uuids = old.uuids
+            new.chains = old.chains
+            new.children_count = old.children_count
+            new.has_trees = old.has_trees
+            new_trees = {root: old.tree[root] for root in old_roots}
+        else:
+            new_trees = new._restructure(old, infos, removed, gone, old_roots, index_of)
         root_profiles = dict(old.root_profiles)
         for root in old_roots:
             root_profiles.pop(root, None)
         for root, members in new_trees.items():
             root_profiles[root] = new._root_profile(members)
         new.root_profiles = root_profiles
-        # aggregates and sharing providers
+        if same_places and all(
+            info.aggregates == old_providers[info.index].aggregates
+            and info.sharing == old_providers[info.index].sharing
+            for info in infos
+        ):
+            new.aggregate_members = old.aggregate_members
+            new.sharing = old.sharing
+            new.sharing_anchors = old.sharing_anchors
+            new.shared_into = old.shared_into
+            new.roots_with_sharing = old.roots_with_sharing
+        else:
+            new._patch_sharing(old, infos, removed, loaded)
+        # rendering caches: everything but the replaced providers is still right
+        new.summary_cache = {}
+        for shape, cache in old.summary_cache.items():
+            kept = dict(cache)
+            for i in removed | loaded:
+                kept.pop(i, None)
+            new.summary_cache[shape] = kept
+        return new
+
+    def _patch_sharing(
+        self, old: FleetSnapshot, infos: list[ProviderInfo], removed: set[int], loaded: set[int]
+    ) -> None:
+        """Aggregate members and sharing-provider indexes of a patched snapshot, recomputed for
+        the aggregates of every provider that left or entered (Placement's
+        ``anchors_for_sharing_providers`` for the sharing providers in them)."""
+        new = self
+        old_providers = old.providers
+        plist = self.providers
         touched_aggs: set[str] = set()
         for i in removed:
             touched_aggs |= old_providers[i].aggregates
@@ -331,19 +343,62 @@ class FleetSnapshot:
                     sharing_changed = True
                 sharing_anchors[i] = anchors
         new.sharing_anchors = sharing_anchors
-        if sharing_changed or old_roots.intersection(old.shared_into):
+        if sharing_changed:
             new._index_sharing()
         else:
             new.shared_into = old.shared_into
             new.roots_with_sharing = old.roots_with_sharing
-        # rendering caches: everything but the replaced providers is still right
-        new.summary_cache = {}
-        for shape, cache in old.summary_cache.items():
-            kept = dict(cache)
-            for i in removed | loaded:
-                kept.pop(i, None)
-            new.summary_cache[shape] = kept
-        return new
+
+    def _restructure(
+        self,
+        old: FleetSnapshot,
+        infos: list[ProviderInfo],
+        removed: set[int],
+        gone: set[int],
+        old_roots: set[int],
+        index_of: dict[int, int],
+    ) -> dict[int, list[int]]:
+        """Structural indexes of a patched snapshot (providers came, went or moved); returns
+        the replaced trees (root -> members)."""
+        old_providers = old.providers
+        plist = self.providers
+        index_by_uuid = dict(old.index_by_uuid)
+        index_by_id = dict(old.index_by_id)
+        for i in gone:
+            info = old_providers[i]
+            del index_by_uuid[info.uuid]
+            del index_by_id[info.id]
+        for info in infos:
+            index_by_uuid[info.uuid] = info.index
+            index_by_id[info.id] = info.index
+        self.index_by_uuid = index_by_uuid
+        self.index_by_id = index_by_id
+        self.max_id = max(index_by_id, default=0) if gone else max(old.max_id, *index_of, 0)
+        tree = dict(old.tree)
+        for root in old_roots:
+            tree.pop(root, None)
+        new_trees: dict[int, list[int]] = {}
+        for info in sorted(infos, key=lambda p: p.index):
+            new_trees.setdefault(info.root, []).append(info.index)
+        tree.update(new_trees)
+        self.tree = tree
+        self.roots = sorted((set(old.roots) - old_roots) | set(new_trees))
+        uuids = list(old.uuids)
+        chains = list(old.chains)
+        uuids.extend("" for _ in range(len(plist) - len(uuids)))
+        chains.extend(() for _ in range(len(plist) - len(chains)))
+        for info in infos:
+            uuids[info.index] = info.uuid
+            chains[info.index] = _chain(plist, info.index)
+        self.uuids = uuids
+        self.chains = chains
+        self.children_count = (
+            old.children_count
+            - sum(1 for i in removed if old_providers[i].parent >= 0)
+            + sum(1 for info in infos if info.parent >= 0)
+        )
+        self.has_trees = self.children_count > 0
+        return new_trees
 
     @classmethod
     def build(

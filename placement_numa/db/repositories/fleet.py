@@ -21,7 +21,7 @@ import threading
 
 from typing import Any
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, bindparam, func, select
 from sqlalchemy.engine import Connection
 
 from placement_numa.db import tables as t
@@ -46,38 +46,37 @@ def _names(conn: Connection) -> tuple[dict[int, str], dict[int, str]]:
     return rc_names, trait_names
 
 
-def _rows(
-    conn: Connection, rc_names: dict[int, str], trait_names: dict[int, str], roots: list[int] | None
-) -> tuple[list[ProviderRow], list[InventoryRow], list[tuple[int, str, int]],
-           list[tuple[int, str]], list[tuple[int, str]]]:
-    """Snapshot rows of every provider (``roots`` None) or of the trees rooted at ``roots``."""
+Rows = tuple[
+    list[ProviderRow],
+    list[InventoryRow],
+    list[tuple[int, str, int]],
+    list[tuple[int, str]],
+    list[tuple[int, str]],
+]
+
+
+def _rows(conn: Connection, rc_names: dict[int, str], trait_names: dict[int, str]) -> Rows:
+    """Snapshot rows of every provider."""
     rp = t.resource_providers
-
-    def in_trees(query: Select[Any], provider_id: Any) -> Select[Any]:
-        if roots is None:
-            return query
-        return query.join(rp, rp.c.id == provider_id).where(rp.c.root_provider_id.in_(roots))
-
-    query = select(rp.c.id, rp.c.uuid, rp.c.parent_provider_id, rp.c.root_provider_id)
-    if roots is not None:
-        query = query.where(rp.c.root_provider_id.in_(roots))
-    providers: list[ProviderRow] = [(r[0], r[1], r[2], r[3]) for r in conn.execute(query)]
+    providers: list[ProviderRow] = [
+        (r[0], r[1], r[2], r[3])
+        for r in conn.execute(
+            select(rp.c.id, rp.c.uuid, rp.c.parent_provider_id, rp.c.root_provider_id)
+        )
+    ]
     inv = t.inventories
     inventories: list[InventoryRow] = [
         (r[0], rc_names[r[1]], r[2], r[3], r[4], r[5], r[6], r[7])
         for r in conn.execute(
-            in_trees(
-                select(
-                    inv.c.resource_provider_id,
-                    inv.c.resource_class_id,
-                    inv.c.total,
-                    inv.c.reserved,
-                    inv.c.min_unit,
-                    inv.c.max_unit,
-                    inv.c.step_size,
-                    inv.c.allocation_ratio,
-                ),
+            select(
                 inv.c.resource_provider_id,
+                inv.c.resource_class_id,
+                inv.c.total,
+                inv.c.reserved,
+                inv.c.min_unit,
+                inv.c.max_unit,
+                inv.c.step_size,
+                inv.c.allocation_ratio,
             )
         )
     ]
@@ -85,42 +84,95 @@ def _rows(
     usages = [
         (r[0], rc_names[r[1]], int(r[2] or 0))
         for r in conn.execute(
-            in_trees(
-                select(
-                    alloc.c.resource_provider_id, alloc.c.resource_class_id, func.sum(alloc.c.used)
-                ),
-                alloc.c.resource_provider_id,
+            select(
+                alloc.c.resource_provider_id, alloc.c.resource_class_id, func.sum(alloc.c.used)
             ).group_by(alloc.c.resource_provider_id, alloc.c.resource_class_id)
         )
     ]
     rpt = t.resource_provider_traits
     traits = [
         (r[0], trait_names[r[1]])
-        for r in conn.execute(
-            in_trees(select(rpt.c.resource_provider_id, rpt.c.trait_id), rpt.c.resource_provider_id)
-        )
+        for r in conn.execute(select(rpt.c.resource_provider_id, rpt.c.trait_id))
     ]
     rpa = t.resource_provider_aggregates
     agg = t.placement_aggregates
     aggregates = [
         (r[0], r[1])
         for r in conn.execute(
-            in_trees(
-                select(rpa.c.resource_provider_id, agg.c.uuid).join(
-                    agg, agg.c.id == rpa.c.aggregate_id
-                ),
-                rpa.c.resource_provider_id,
+            select(rpa.c.resource_provider_id, agg.c.uuid).join(
+                agg, agg.c.id == rpa.c.aggregate_id
             )
         )
     ]
     return providers, inventories, usages, traits, aggregates
 
 
+def _tree_statements() -> tuple[Select[Any], ...]:
+    """The statements reading whole trees (``:roots``, an expanding list of root ids), names
+    joined in; built once."""
+    rp = t.resource_providers
+    roots = bindparam("roots", expanding=True)
+    inv, alloc, rc = t.inventories, t.allocations, t.resource_classes
+    rpt, rpa, agg = t.resource_provider_traits, t.resource_provider_aggregates, t.placement_aggregates
+    return (
+        select(rp.c.id, rp.c.uuid, rp.c.parent_provider_id, rp.c.root_provider_id).where(
+            rp.c.root_provider_id.in_(roots)
+        ),
+        select(
+            inv.c.resource_provider_id,
+            rc.c.name,
+            inv.c.total,
+            inv.c.reserved,
+            inv.c.min_unit,
+            inv.c.max_unit,
+            inv.c.step_size,
+            inv.c.allocation_ratio,
+        )
+        .join(rp, rp.c.id == inv.c.resource_provider_id)
+        .join(rc, rc.c.id == inv.c.resource_class_id)
+        .where(rp.c.root_provider_id.in_(roots)),
+        select(alloc.c.resource_provider_id, rc.c.name, func.sum(alloc.c.used))
+        .join(rp, rp.c.id == alloc.c.resource_provider_id)
+        .join(rc, rc.c.id == alloc.c.resource_class_id)
+        .where(rp.c.root_provider_id.in_(roots))
+        .group_by(alloc.c.resource_provider_id, rc.c.name),
+        select(rpt.c.resource_provider_id, t.traits.c.name)
+        .join(rp, rp.c.id == rpt.c.resource_provider_id)
+        .join(t.traits, t.traits.c.id == rpt.c.trait_id)
+        .where(rp.c.root_provider_id.in_(roots)),
+        select(rpa.c.resource_provider_id, agg.c.uuid)
+        .join(rp, rp.c.id == rpa.c.resource_provider_id)
+        .join(agg, agg.c.id == rpa.c.aggregate_id)
+        .where(rp.c.root_provider_id.in_(roots)),
+    )
+
+
+_TREE_STATEMENTS: tuple[Select[Any], ...] = ()
+
+
+def _tree_rows(conn: Connection, roots: list[int]) -> Rows:
+    """Snapshot rows of the trees rooted at ``roots`` (database ids)."""
+    global _TREE_STATEMENTS
+    if not _TREE_STATEMENTS:
+        _TREE_STATEMENTS = _tree_statements()
+    params = {"roots": roots}
+    q_providers, q_inventories, q_usages, q_traits, q_aggregates = (
+        conn.execute(statement, params).all() for statement in _TREE_STATEMENTS
+    )
+    return (
+        [(r[0], r[1], r[2], r[3]) for r in q_providers],
+        [(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]) for r in q_inventories],
+        [(r[0], r[1], int(r[2] or 0)) for r in q_usages],
+        [(r[0], r[1]) for r in q_traits],
+        [(r[0], r[1]) for r in q_aggregates],
+    )
+
+
 def load_fleet(conn: Connection) -> FleetSnapshot:
     """Read everything the candidate search needs and build a ``FleetSnapshot``."""
     revision = current_revision(conn)
     rc_names, trait_names = _names(conn)
-    fleet = FleetSnapshot.build(revision, *_rows(conn, rc_names, trait_names, None))
+    fleet = FleetSnapshot.build(revision, *_rows(conn, rc_names, trait_names))
     fleet.resource_class_names = frozenset(rc_names.values())
     fleet.trait_names = frozenset(trait_names.values())
     return fleet
@@ -167,13 +219,13 @@ def refresh_fleet(conn: Connection, fleet: FleetSnapshot) -> FleetSnapshot:
         )
     if len(root_ids) > max(MAX_TREES, len(fleet.roots) // 10):
         return load_fleet(conn)
-    names_changed = any(kind == changes.NAMES for _, kind, _ in rows)
-    rc_names, trait_names = _names(conn) if names_changed or touched else ({}, {})
     roots = sorted(root_ids)
-    patched = fleet.replace_trees(revision, roots, *_rows(conn, rc_names, trait_names, roots))
+    tree_rows = _tree_rows(conn, roots) if roots else ([], [], [], [], [])
+    patched = fleet.replace_trees(revision, roots, *tree_rows)
     if patched is None:
         return load_fleet(conn)
-    if names_changed:
+    if any(kind == changes.NAMES for _, kind, _ in rows):
+        rc_names, trait_names = _names(conn)
         patched.resource_class_names = frozenset(rc_names.values())
         patched.trait_names = frozenset(trait_names.values())
     return patched
@@ -196,15 +248,20 @@ class SqlFleetSource:
         self.full_loads = 0  # counters (tests, diagnostics)
         self.patches = 0
 
+    def _sqlite_conn(self) -> Connection:
+        """This thread's connection for fleet reads on SQLite (no connection pool there), which
+        saves a connect per query."""
+        conn: Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = self.database.engine.connect()
+        return conn
+
     def _revision(self) -> int:
-        """Read the revision counter in a fresh transaction. On SQLite (no connection pool)
-        each thread keeps one connection for this, which saves a connect per query."""
+        """Read the revision counter in a fresh transaction."""
         if self.database.dialect != "sqlite":
             with self.database.read() as conn:
                 return current_revision(conn)
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = self._local.conn = self.database.engine.connect()
+        conn = self._sqlite_conn()
         try:
             return current_revision(conn)
         except Exception:
@@ -243,9 +300,14 @@ class SqlFleetSource:
         deferred read transaction, REPEATABLE READ on PostgreSQL and MariaDB."""
         engine = self.database.engine
         if self.database.dialect == "sqlite":
-            with engine.connect() as conn:
+            conn = self._sqlite_conn()
+            try:
                 with conn.begin():
                     return load_fleet(conn) if previous is None else refresh_fleet(conn, previous)
+            except Exception:
+                self._local.conn = None
+                conn.close()
+                raise
         with engine.connect() as conn:
             conn = conn.execution_options(isolation_level="REPEATABLE READ")
             with conn.begin():
