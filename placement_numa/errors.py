@@ -80,76 +80,110 @@ class PlacementError(Exception):
 
 
 class BadRequest(PlacementError):
+    """400: the request (body, query string, headers) is invalid."""
+
     status = 400
     title = "Bad Request"
 
 
 class QueryBadValue(BadRequest):
+    """400: a query parameter has a value of the wrong form."""
+
     default_code = "placement.query.bad_value"
 
 
 class QueryMissingValue(BadRequest):
+    """400: a required query parameter is missing."""
+
     default_code = "placement.query.missing_value"
 
 
 class QueryDuplicateKey(BadRequest):
+    """400: a query parameter is given twice."""
+
     default_code = "placement.query.duplicate_key"
 
 
 class Unauthorized(PlacementError):
+    """401: no valid ``x-auth-token``."""
+
     status = 401
     title = "Unauthorized"
 
 
 class Forbidden(PlacementError):
+    """403: the caller's role may not do this."""
+
     status = 403
     title = "Forbidden"
 
 
 class NotFound(PlacementError):
+    """404: no such resource (or a route below its microversion)."""
+
     status = 404
     title = "Not Found"
 
 
 class ResourceProviderNotFound(NotFound):
+    """404: no resource provider with that uuid."""
+
     default_code = "placement.resource_provider.not_found"
 
 
 class MethodNotAllowed(PlacementError):
+    """405: the route exists but not with this method."""
+
     status = 405
     title = "Method Not Allowed"
 
 
 class NotAcceptable(PlacementError):
+    """406: the ``Accept`` header excludes JSON."""
+
     status = 406
     title = "Not Acceptable"
 
 
 class Conflict(PlacementError):
+    """409: the write conflicts with the current state."""
+
     status = 409
     title = "Conflict"
 
 
 class ConcurrentUpdate(Conflict):
+    """409: a provider or consumer generation moved since the client read it."""
+
     default_code = "placement.concurrent_update"
 
 
 class DuplicateName(Conflict):
+    """409: the name (or uuid) is taken."""
+
     default_code = "placement.duplicate_name"
 
 
 class InventoryInUse(Conflict):
+    """409: allocations still use the inventory being removed or shrunk."""
+
     default_code = "placement.inventory.inuse"
 
 
 class ResourceProviderInUse(Conflict):
+    """409: the provider still has allocations."""
+
     default_code = "placement.resource_provider.inuse"
 
 
 class CannotDeleteParent(Conflict):
+    """409: the provider still has child providers."""
+
     default_code = "placement.resource_provider.cannot_delete_parent"
 
 
 class UnsupportedMediaType(PlacementError):
+    """415: a body that is not ``application/json``."""
+
     status = 415
     title = "Unsupported Media Type"

@@ -50,6 +50,7 @@ class ProviderConflict(PlacementClientError):
 
     @property
     def is_generation_conflict(self) -> bool:
+        """True for a 409 with code ``placement.concurrent_update`` (generation mismatch)."""
         return self.code == CONCURRENT_UPDATE
 
 
@@ -69,6 +70,8 @@ class ProviderRecord:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ProviderRecord:
+        """From a provider of Placement's ``GET /resource_providers/{uuid}`` JSON (1.14+ fields);
+        raises ``KeyError`` when a field is missing."""
         return cls(
             uuid=data["uuid"],
             name=data["name"],
@@ -101,6 +104,8 @@ class PlacementClient:
         self.writes: list[str] = []
 
     def close(self) -> None:
+        """Close the underlying ``httpx.Client`` if this client created it (an injected one is
+        left open)."""
         if self._own:
             self._http.close()
 

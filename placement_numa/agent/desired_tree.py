@@ -88,9 +88,11 @@ class DesiredTree:
 
     @property
     def root(self) -> DesiredProvider:
+        """The root provider (always first)."""
         return self.providers[0]
 
     def by_path(self) -> dict[str, DesiredProvider]:
+        """``{path: provider}`` of every provider of the tree."""
         return {provider.path: provider for provider in self.providers}
 
     def cells(self) -> list[DesiredProvider]:

@@ -69,10 +69,12 @@ class SyncReport:
     writes: int = 0
 
     def change(self, text: str) -> None:
+        """Record a write the run made (also logged at INFO)."""
         self.changes.append(text)
         LOG.info("%s", text)
 
     def note(self, text: str) -> None:
+        """Record a step the run skipped or could not do (also logged at WARNING)."""
         self.notes.append(text)
         LOG.warning("%s", text)
 

@@ -29,6 +29,7 @@ class Credentials:
 
     @property
     def is_admin(self) -> bool:
+        """True when the caller holds the ``admin`` role."""
         return "admin" in self.roles
 
 

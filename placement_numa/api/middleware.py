@@ -47,6 +47,7 @@ class PlacementMiddleware:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """ASGI entry point: non-HTTP scopes pass through untouched."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return

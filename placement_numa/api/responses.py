@@ -44,6 +44,7 @@ class PlacementJSONResponse(JSONResponse):
     """JSON rendered with orjson (no pydantic on the hot path)."""
 
     def render(self, content: Any) -> bytes:
+        """``content`` serialized with orjson (UTF-8 bytes)."""
         return orjson.dumps(content)
 
 

@@ -32,6 +32,7 @@ LOG = logging.getLogger("placement_numa.agent")
 
 
 def register(subparsers: Any) -> None:
+    """Add the ``agent`` subcommand to ``subparsers`` (argparse)."""
     parser = subparsers.add_parser(
         "agent", help="report this host's NUMA provider tree to Placement"
     )

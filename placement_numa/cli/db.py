@@ -13,6 +13,7 @@ __all__ = ["register"]
 
 
 def register(subparsers: Any) -> None:
+    """Add the ``db`` subcommand (``db upgrade``) to ``subparsers`` (argparse)."""
     parser = subparsers.add_parser("db", help="database schema management")
     commands = parser.add_subparsers(dest="db_command", required=True)
     up = commands.add_parser("upgrade", help="apply migrations and sync standard names")

@@ -303,6 +303,7 @@ def wait_until_up(send: Send, seconds: float = 30.0) -> None:
 
 
 def register(subparsers: Any) -> None:
+    """Add the ``demo`` subcommand to ``subparsers`` (argparse)."""
     parser = subparsers.add_parser("demo", help="load a demo fleet of real NUMA machine shapes")
     parser.add_argument("--url", default="http://127.0.0.1:8778", help="service URL")
     parser.add_argument("--token", default="admin", help="x-auth-token (noauth2)")

@@ -13,6 +13,7 @@ __all__ = ["register"]
 
 
 def register(subparsers: Any) -> None:
+    """Add the ``export-openapi`` subcommand to ``subparsers`` (argparse)."""
     parser = subparsers.add_parser("export-openapi", help="write api-spec/openapi.json")
     parser.add_argument("--output", type=Path, default=DEFAULT_PATH)
     parser.add_argument("--check", action="store_true", help="exit 1 if the file differs")

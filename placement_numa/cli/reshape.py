@@ -218,6 +218,7 @@ def _apply_distances(client: httpx.Client, plan: Plan) -> None:
 
 
 def register(subparsers: Any) -> None:
+    """Add the ``reshape plan|apply`` subcommand to ``subparsers`` (argparse)."""
     parser = subparsers.add_parser("reshape", help="plan or apply a NUMA reshape of a compute node")
     actions = parser.add_subparsers(dest="action", required=True)
     for action, text in (

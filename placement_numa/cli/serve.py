@@ -15,6 +15,7 @@ __all__ = ["register"]
 
 
 def register(subparsers: Any) -> None:
+    """Add the ``serve`` subcommand to ``subparsers`` (argparse)."""
     parser = subparsers.add_parser("serve", help="run the Placement API service")
     parser.add_argument("--host", help="bind address (default 127.0.0.1)")
     parser.add_argument("--port", type=int, help="port (default 8778)")

@@ -72,6 +72,7 @@ class RequestGroup:
 
     @property
     def is_resourceless(self) -> bool:
+        """True for a group that asks for no resources (traits or aggregates only, 1.35+)."""
         return not self.resources
 
     @property
@@ -103,6 +104,7 @@ class CandidateQuery:
 
     @property
     def isolate(self) -> bool:
+        """True for ``group_policy=isolate``: suffixed groups on distinct providers."""
         return self.group_policy == "isolate"
 
     def group(self, suffix: str | None) -> RequestGroup | None:
@@ -114,4 +116,5 @@ class CandidateQuery:
 
     @property
     def suffixed_groups(self) -> tuple[RequestGroup, ...]:
+        """The groups with a suffix, in request order."""
         return tuple(g for g in self.groups if g.suffix is not None)

@@ -43,6 +43,7 @@ class Limits:
     step_size: int = 1
 
     def problem(self, amount: int) -> str | None:
+        """Why ``amount`` breaks the limits (a phrase such as ``below min_unit 2``), or ``None``."""
         if amount < self.min_unit:
             return f"below min_unit {self.min_unit}"
         if amount > self.max_unit:
@@ -70,6 +71,8 @@ class Item:
 
     @property
     def size(self) -> tuple[int, ...]:
+        """The sort key of the item, larger first: ``(guest cells, PCPU, VCPU, MEMORY_MB in MiB)``
+        summed over its pieces."""
         totals: dict[str, int] = {}
         for piece in self.pieces:
             for slot, amount in piece.items():

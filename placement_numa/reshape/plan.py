@@ -43,6 +43,7 @@ class NewProvider:
     traits: tuple[str, ...]
 
     def as_dict(self) -> dict[str, Any]:
+        """The provider as the plan's JSON shows it (``create_providers`` entry)."""
         return {
             "uuid": self.uuid,
             "name": self.name,
@@ -78,6 +79,8 @@ class Plan:
         return body
 
     def as_dict(self) -> dict[str, Any]:
+        """The plan as JSON: direction, host, root uuid, providers to create/delete, the
+        ``POST /reshaper`` body with its microversion, and a summary."""
         return {
             "direction": self.direction,
             "host": self.host,

@@ -36,6 +36,8 @@ __all__ = [
 
 
 class NumaDistancesNotFound(NotFound):
+    """404 ``placement_numa.numa_distances.not_found``: the compute node has no matrix."""
+
     default_code = "placement_numa.numa_distances.not_found"
 
 

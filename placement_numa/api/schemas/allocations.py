@@ -109,6 +109,9 @@ class AllocationsPutV1_34(AllocationsPutV1_28):
 
 
 class AllocationsPutV1_38(AllocationsPutV1_34):
+    """One consumer's allocations (1.38+): ``allocations``, ``project_id``, ``user_id``,
+    ``consumer_generation``, optional ``mappings`` and a required ``consumer_type``."""
+
     consumer_type: ConsumerType
 
 

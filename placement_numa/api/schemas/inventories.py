@@ -62,6 +62,7 @@ class InventoryRecordBody(BaseModel):
     allocation_ratio: Annotated[StrictFloat, Field(le=MAX_FLOAT)] = 1.0
 
     def to_fields(self) -> InventoryFields:
+        """The six inventory numbers as the domain's ``InventoryFields`` (units of the class)."""
         return InventoryFields(
             total=self.total,
             reserved=self.reserved,

@@ -42,11 +42,16 @@ Inventories = Annotated[dict[UuidKey, InventoriesBody], Field(min_length=1)]
 
 
 class ReshaperV1_30(_Strict):
+    """``POST /reshaper`` 1.30-1.33: new ``inventories`` per provider and ``allocations`` per
+    consumer (1.28 allocation shape)."""
+
     inventories: Inventories
     allocations: dict[UuidKey, AllocationsPutV1_28]
 
 
 class ReshaperV1_34(_Strict):
+    """``POST /reshaper`` 1.34-1.37: as 1.30, allocations may carry ``mappings``."""
+
     inventories: Inventories
     allocations: dict[UuidKey, AllocationsPutV1_34]
 

@@ -16,6 +16,9 @@ _CONSUMER_TYPE = re.compile(r"^[A-Z0-9_]+$|^all|^unknown$")
 
 @dataclass(frozen=True, slots=True)
 class UsagesQuery:
+    """The parsed query string of ``GET /usages``: a project, optionally a user and a consumer
+    type (1.38+)."""
+
     project_id: str
     user_id: str | None
     consumer_type: str | None

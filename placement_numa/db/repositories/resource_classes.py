@@ -43,6 +43,7 @@ class ResourceClassRow:
 
     @property
     def last_modified(self) -> datetime | None:
+        """When the class last changed: ``updated_at``, else ``created_at`` (naive UTC)."""
         return self.updated_at or self.created_at
 
 
