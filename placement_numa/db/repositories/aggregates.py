@@ -65,7 +65,9 @@ def set_provider_aggregates(conn: Connection, provider_id: int, uuids: Iterable[
     stale = sorted(current - target)
     if stale:
         conn.execute(
-            delete(rpa).where(rpa.c.resource_provider_id == provider_id, rpa.c.aggregate_id.in_(stale))
+            delete(rpa).where(
+                rpa.c.resource_provider_id == provider_id, rpa.c.aggregate_id.in_(stale)
+            )
         )
     now = utcnow()
     for agg_id in sorted(target - current):

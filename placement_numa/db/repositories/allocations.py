@@ -27,9 +27,8 @@ from datetime import datetime
 from sqlalchemy import delete, func, insert, select
 from sqlalchemy.engine import Connection
 
-from placement_numa.db.repositories import changes
+from placement_numa.db.repositories import changes, names, providers
 from placement_numa.db.repositories import consumers as consumer_repo
-from placement_numa.db.repositories import names, providers
 from placement_numa.db.repositories.providers import ProviderRow, utcnow
 from placement_numa.db.tables import allocations, consumers, inventories, resource_classes
 from placement_numa.db.tables import resource_providers as rp
@@ -206,9 +205,7 @@ def _resolve(
     return by_uuid, class_ids
 
 
-def _check_generation(
-    item: ConsumerAllocation, consumer: consumer_repo.ConsumerRow | None
-) -> None:
+def _check_generation(item: ConsumerAllocation, consumer: consumer_repo.ConsumerRow | None) -> None:
     """Raise ``ConcurrentUpdate`` (409) when ``item`` expects another consumer generation."""
     if not item.check_generation:
         return

@@ -109,7 +109,9 @@ def get_inventories(conn: Connection, provider_id: int) -> dict[str, InventoryRe
     return {row.name: _record(conn, row) for row in rows}
 
 
-def get_inventory(conn: Connection, provider_id: int, resource_class: str) -> InventoryRecord | None:
+def get_inventory(
+    conn: Connection, provider_id: int, resource_class: str
+) -> InventoryRecord | None:
     """The provider's inventory of ``resource_class`` (a name), or ``None``."""
     row = conn.execute(
         _select_inventories().where(
@@ -187,7 +189,9 @@ def _values(fields: InventoryFields) -> dict[str, int | float]:
     }
 
 
-def add_inventory(conn: Connection, provider_id: int, class_id: int, fields: InventoryFields) -> None:
+def add_inventory(
+    conn: Connection, provider_id: int, class_id: int, fields: InventoryFields
+) -> None:
     """Insert one inventory row (an existing row of the class raises ``IntegrityError``)."""
     changes.touch(conn, [provider_id])
     conn.execute(
@@ -221,7 +225,12 @@ def update_inventory(
 
 
 def delete_inventory(
-    conn: Connection, provider: ProviderRow, class_id: int, class_name: str, *, check_in_use: bool = True
+    conn: Connection,
+    provider: ProviderRow,
+    class_id: int,
+    class_name: str,
+    *,
+    check_in_use: bool = True,
 ) -> bool:
     """Delete the provider's inventory of one class; False when there was none.
 
@@ -285,8 +294,4 @@ def replace_inventories(
     if not kept:
         return []
     usage = usage_by_class(conn, provider.id)
-    return [
-        wanted[cid]
-        for cid in kept
-        if usage.get(wanted[cid], 0) > new[wanted[cid]].capacity
-    ]
+    return [wanted[cid] for cid in kept if usage.get(wanted[cid], 0) > new[wanted[cid]].capacity]

@@ -107,7 +107,9 @@ def get_by_id(conn: Connection, provider_id: int) -> ProviderRow | None:
     return ProviderRow(**row) if row else None
 
 
-def increment_generation(conn: Connection, provider: ProviderRow, expected: int | None = None) -> int:
+def increment_generation(
+    conn: Connection, provider: ProviderRow, expected: int | None = None
+) -> int:
     """Compare-and-swap the provider's generation: ``expected`` (default: the generation read)
     must still be current. Returns the new generation; raises ``ConcurrentUpdate`` (409,
     ``placement.concurrent_update``) when another writer moved it."""
@@ -134,7 +136,10 @@ def lock_providers(conn: Connection, provider_ids: list[int]) -> None:
     if not provider_ids or conn.dialect.name == "sqlite":
         return
     conn.execute(
-        select(rp.c.id).where(rp.c.id.in_(sorted(set(provider_ids)))).order_by(rp.c.id).with_for_update()
+        select(rp.c.id)
+        .where(rp.c.id.in_(sorted(set(provider_ids))))
+        .order_by(rp.c.id)
+        .with_for_update()
     ).all()
 
 
@@ -309,7 +314,9 @@ def list_providers(
     rpt = resource_provider_traits
     for trait_ids in required_trait_sets:
         query = query.where(
-            rp.c.id.in_(select(rpt.c.resource_provider_id).where(rpt.c.trait_id.in_(sorted(trait_ids))))
+            rp.c.id.in_(
+                select(rpt.c.resource_provider_id).where(rpt.c.trait_id.in_(sorted(trait_ids)))
+            )
         )
     forbidden_traits = sorted(set(forbidden_trait_ids))
     if forbidden_traits:
@@ -356,7 +363,9 @@ def _providers_with_capacity(class_id: int, amount: int):  # type: ignore[no-unt
     wanted = literal(amount, BigInteger)
     return (
         select(inv.c.resource_provider_id)
-        .select_from(inv.outerjoin(usage, usage.c.resource_provider_id == inv.c.resource_provider_id))
+        .select_from(
+            inv.outerjoin(usage, usage.c.resource_provider_id == inv.c.resource_provider_id)
+        )
         .where(
             and_(
                 inv.c.resource_class_id == class_id,

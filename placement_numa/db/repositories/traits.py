@@ -98,7 +98,10 @@ def ensure(conn: Connection, name: str) -> tuple[TraitRow, bool]:
 
 def in_use(conn: Connection, trait_id: int) -> bool:
     """True when any provider has the trait."""
-    return conn.execute(select(rpt.c.trait_id).where(rpt.c.trait_id == trait_id).limit(1)).first() is not None
+    return (
+        conn.execute(select(rpt.c.trait_id).where(rpt.c.trait_id == trait_id).limit(1)).first()
+        is not None
+    )
 
 
 def delete_by_id(conn: Connection, trait_id: int) -> bool:
