@@ -48,10 +48,12 @@ class InventoryRecord:
 
     @property
     def capacity(self) -> int:
+        """``int((total - reserved) * allocation_ratio)`` in the class's units."""
         return self.fields.capacity
 
     @property
     def last_modified(self) -> datetime | None:
+        """When the inventory last changed: ``updated_at``, else ``created_at`` (naive UTC)."""
         return self.updated_at or self.created_at
 
 

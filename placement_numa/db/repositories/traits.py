@@ -44,6 +44,7 @@ class TraitRow:
 
     @property
     def last_modified(self) -> datetime | None:
+        """When the trait last changed: ``updated_at``, else ``created_at`` (naive UTC)."""
         return self.updated_at or self.created_at
 
 
