@@ -37,14 +37,20 @@ from typing import Any
 import httpx
 
 HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement 1.39"}
-PAGE_SIZES = (("4K", "MEMORY_PAGE_SIZE_SMALL", "CUSTOM_MEMORY_PAGE_SIZE_4", 65536, 1),
-              ("2M", "MEMORY_PAGE_SIZE_LARGE", "CUSTOM_MEMORY_PAGE_SIZE_2048", 16384, 2))
+PAGE_SIZES = (
+    ("4K", "MEMORY_PAGE_SIZE_SMALL", "CUSTOM_MEMORY_PAGE_SIZE_4", 65536, 1),
+    ("2M", "MEMORY_PAGE_SIZE_LARGE", "CUSTOM_MEMORY_PAGE_SIZE_2048", 16384, 2),
+)
 CELL_INVENTORY = {"VCPU": {"total": 32, "allocation_ratio": 4.0}, "PCPU": {"total": 16}}
 
 
 def _cell_group(n: int, vcpu: int, mem: int, page_trait: str | None) -> str:
-    parts = [f"resources_PROC{n}=VCPU:{vcpu}", f"resources_MEM{n}=MEMORY_MB:{mem}",
-             f"required_NUMA{n}=HW_NUMA_ROOT", f"same_subtree=_PROC{n},_MEM{n},_NUMA{n}"]
+    parts = [
+        f"resources_PROC{n}=VCPU:{vcpu}",
+        f"resources_MEM{n}=MEMORY_MB:{mem}",
+        f"required_NUMA{n}=HW_NUMA_ROOT",
+        f"same_subtree=_PROC{n},_MEM{n},_NUMA{n}",
+    ]
     if page_trait:
         parts.insert(2, f"required_MEM{n}={page_trait}")
     return "&".join(parts)
@@ -54,10 +60,14 @@ QUERIES = {
     "flat": "resources=VCPU:2,MEMORY_MB:2048,DISK_GB:20",
     "one-cell": _cell_group(1, 8, 8192, "MEMORY_PAGE_SIZE_SMALL")
     + "&resources=DISK_GB:20&group_policy=none",
-    "two-cell": _cell_group(1, 4, 4096, "MEMORY_PAGE_SIZE_SMALL") + "&"
-    + _cell_group(2, 4, 4096, "MEMORY_PAGE_SIZE_SMALL") + "&group_policy=none",
-    "hugepage": _cell_group(1, 1, 2048, "CUSTOM_MEMORY_PAGE_SIZE_2048") + "&"
-    + _cell_group(2, 1, 2048, "CUSTOM_MEMORY_PAGE_SIZE_2048") + "&group_policy=none",
+    "two-cell": _cell_group(1, 4, 4096, "MEMORY_PAGE_SIZE_SMALL")
+    + "&"
+    + _cell_group(2, 4, 4096, "MEMORY_PAGE_SIZE_SMALL")
+    + "&group_policy=none",
+    "hugepage": _cell_group(1, 1, 2048, "CUSTOM_MEMORY_PAGE_SIZE_2048")
+    + "&"
+    + _cell_group(2, 1, 2048, "CUSTOM_MEMORY_PAGE_SIZE_2048")
+    + "&group_policy=none",
     "wide-isolate": "&".join(f"resources{i}=SRIOV_NET_VF:1" for i in range(1, 9))
     + "&group_policy=isolate",
 }
@@ -91,8 +101,13 @@ def put(client: httpx.Client, path: str, body: Any, version: str = "1.39") -> ht
     return r
 
 
-def create(client: httpx.Client, name: str, parent: str | None, inventories: dict[str, Any],
-           traits: list[str]) -> str:
+def create(
+    client: httpx.Client,
+    name: str,
+    parent: str | None,
+    inventories: dict[str, Any],
+    traits: list[str],
+) -> str:
     u = str(uuid.uuid4())
     body: dict[str, Any] = {"name": name, "uuid": u}
     if parent:
@@ -102,12 +117,17 @@ def create(client: httpx.Client, name: str, parent: str | None, inventories: dic
         raise RuntimeError(r.text)
     gen = 0
     if inventories:
-        gen = put(client, f"/resource_providers/{u}/inventories",
-                  {"resource_provider_generation": gen, "inventories": inventories}
-                  ).json()["resource_provider_generation"]
+        gen = put(
+            client,
+            f"/resource_providers/{u}/inventories",
+            {"resource_provider_generation": gen, "inventories": inventories},
+        ).json()["resource_provider_generation"]
     if traits:
-        put(client, f"/resource_providers/{u}/traits",
-            {"resource_provider_generation": gen, "traits": traits})
+        put(
+            client,
+            f"/resource_providers/{u}/traits",
+            {"resource_provider_generation": gen, "traits": traits},
+        )
     return u
 
 
@@ -119,8 +139,12 @@ def seed_host_api(client: httpx.Client, h: int, cells: int) -> dict[str, str]:
         found[f"cell{c}"] = cell
         for size, trait, custom, mem, step in PAGE_SIZES:
             found[f"cell{c}_{size}"] = create(
-                client, f"cn{h}_NUMA{c}_{size}", cell,
-                {"MEMORY_MB": {"total": mem, "step_size": step}}, [trait, custom])
+                client,
+                f"cn{h}_NUMA{c}_{size}",
+                cell,
+                {"MEMORY_MB": {"total": mem, "step_size": step}},
+                [trait, custom],
+            )
     return found
 
 
@@ -167,14 +191,18 @@ def seed_sql(db_path: str, hosts: int, cells: int) -> list[dict[str, str]]:
         found.append(host)
     cur.executemany(
         "INSERT INTO resource_providers (id, uuid, name, generation, root_provider_id,"
-        " parent_provider_id) VALUES (?, ?, ?, ?, ?, ?)", providers)
+        " parent_provider_id) VALUES (?, ?, ?, ?, ?, ?)",
+        providers,
+    )
     cur.executemany(
         "INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved,"
         " min_unit, max_unit, step_size, allocation_ratio) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        inventories)
+        inventories,
+    )
     cur.executemany(
         "INSERT INTO resource_provider_traits (trait_id, resource_provider_id) VALUES (?, ?)",
-        traits)
+        traits,
+    )
     cur.execute("UPDATE placement_revision SET revision = revision + 1 WHERE id = 1")
     conn.commit()
     conn.close()
@@ -188,7 +216,9 @@ def allocate(client: httpx.Client, host: dict[str, str]) -> None:
             host["cell0"]: {"resources": {"VCPU": 4}},
             host["cell0_4K"]: {"resources": {"MEMORY_MB": 4096}},
         },
-        "project_id": "bench", "user_id": "bench", "consumer_generation": None,
+        "project_id": "bench",
+        "user_id": "bench",
+        "consumer_generation": None,
     }
     put(client, f"/allocations/{uuid.uuid4()}", body, version="1.28")
 
@@ -233,7 +263,9 @@ def mixed(client: httpx.Client, base: str, hosts: int, rounds: int) -> None:
                     host["cell0"]: {"resources": {"VCPU": 1}},
                     host["cell0_4K"]: {"resources": {"MEMORY_MB": 512}},
                 },
-                "project_id": "bench", "user_id": "bench", "consumer_generation": None,
+                "project_id": "bench",
+                "user_id": "bench",
+                "consumer_generation": None,
             }
             t0 = time.perf_counter()
             put(writer, f"/allocations/{uuid.uuid4()}", body, version="1.28")
@@ -271,14 +303,25 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--port", type=int, default=18778)
     parser.add_argument("--repeat", type=int, default=20, help="timed runs per query")
-    parser.add_argument("--db", help="SQLite file (default: a temporary one); an already seeded"
-                        " file is reused as is")
+    parser.add_argument(
+        "--db",
+        help="SQLite file (default: a temporary one); an already seeded file is reused as is",
+    )
     parser.add_argument("--only", nargs="*", help="query names to run")
-    parser.add_argument("--limits", nargs="*", default=["1000", "none"],
-                        help="limits to time (\"none\" = no limit); default: 1000 none")
-    parser.add_argument("--mixed", type=int, default=0, metavar="N",
-                        help="then run N rounds of: two-cell query (limit=1000), write one"
-                        " allocation; print p50/p95 of the query right after a write")
+    parser.add_argument(
+        "--limits",
+        nargs="*",
+        default=["1000", "none"],
+        help='limits to time ("none" = no limit); default: 1000 none',
+    )
+    parser.add_argument(
+        "--mixed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="then run N rounds of: two-cell query (limit=1000), write one"
+        " allocation; print p50/p95 of the query right after a write",
+    )
     args = parser.parse_args()
 
     workdir = tempfile.mkdtemp(prefix="pn-bench-")
@@ -298,9 +341,21 @@ def main() -> int:
     elif args.seed == "sql":
         hosts = seed_sql(db_path, args.hosts, args.cells)
     proc = subprocess.Popen(
-        [exe, "serve", "--port", str(args.port), "--workers", str(args.workers),
-         "--database-url", url, "--no-migrate"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            exe,
+            "serve",
+            "--port",
+            str(args.port),
+            "--workers",
+            str(args.workers),
+            "--database-url",
+            url,
+            "--no-migrate",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     base = f"http://127.0.0.1:{args.port}"
     try:
         wait_up(base, proc)
@@ -311,17 +366,22 @@ def main() -> int:
             if not reuse:
                 with ThreadPoolExecutor(16) as pool:
                     if args.seed == "api":
-                        hosts = list(pool.map(lambda h: seed_host_api(client, h, args.cells),
-                                              range(args.hosts)))
+                        hosts = list(
+                            pool.map(
+                                lambda h: seed_host_api(client, h, args.cells), range(args.hosts)
+                            )
+                        )
                     list(pool.map(lambda host: allocate(client, host), hosts[::4]))
                 wide = create(client, "wide", None, {}, [])
                 for i in range(8):
                     create(client, f"wide_pf{i}", wide, {"SRIOV_NET_VF": {"total": 1}}, [])
             seeded = time.perf_counter() - started
-            print(f"fleet: {args.hosts} hosts x {args.cells} cells x {len(PAGE_SIZES)} page sizes"
-                  f" = {args.hosts * (1 + args.cells * (1 + len(PAGE_SIZES))) + 9} providers,"
-                  f" {(args.hosts + 3) // 4} instances; seeded ({args.seed}) in {seeded:.0f} s;"
-                  f" {args.workers} workers, SQLite")
+            print(
+                f"fleet: {args.hosts} hosts x {args.cells} cells x {len(PAGE_SIZES)} page sizes"
+                f" = {args.hosts * (1 + args.cells * (1 + len(PAGE_SIZES))) + 9} providers,"
+                f" {(args.hosts + 3) // 4} instances; seeded ({args.seed}) in {seeded:.0f} s;"
+                f" {args.workers} workers, SQLite"
+            )
             print(f"{'query':<14}{'limit':>6}{'n':>8}{'p50 ms':>10}{'p95 ms':>10}{'first ms':>10}")
             for name, query in QUERIES.items():
                 if args.only and name not in args.only:
@@ -341,13 +401,18 @@ def main() -> int:
                     first, rest = timings[0], sorted(timings[1:])
                     p50 = statistics.median(rest)
                     p95 = rest[min(len(rest) - 1, int(round(0.95 * (len(rest) - 1))))]
-                    print(f"{name:<14}{str(limit or '-'):>6}{count:>8}{p50:>10.1f}{p95:>10.1f}"
-                          f"{first:>10.1f}", flush=True)
+                    print(
+                        f"{name:<14}{str(limit or '-'):>6}{count:>8}{p50:>10.1f}{p95:>10.1f}"
+                        f"{first:>10.1f}",
+                        flush=True,
+                    )
             if args.mixed:
                 mixed(client, base, args.hosts, args.mixed)
         rss = {pid: peak_rss_mib(pid) for pid in service_pids(proc.pid)}
-        print("peak RSS (MiB) per service process:",
-              ", ".join(f"{pid}: {mib:.0f}" for pid, mib in rss.items()))
+        print(
+            "peak RSS (MiB) per service process:",
+            ", ".join(f"{pid}: {mib:.0f}" for pid, mib in rss.items()),
+        )
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -121,11 +121,14 @@ def _aggregates(api: PlacementAPI, u: str, aggs: list[str]) -> None:
     assert r.status_code == 200, r.text
 
 
-def _allocate(api: PlacementAPI, consumer: str, allocations: dict[str, dict[str, int]],
-              generation: int | None) -> None:
+def _allocate(
+    api: PlacementAPI, consumer: str, allocations: dict[str, dict[str, int]], generation: int | None
+) -> None:
     body = {
         "allocations": {u: {"resources": res} for u, res in allocations.items()},
-        "project_id": "p", "user_id": "u", "consumer_generation": generation,
+        "project_id": "p",
+        "user_id": "u",
+        "consumer_generation": generation,
     }
     r = api.put(f"/allocations/{consumer}", json=body, version="1.36")
     assert r.status_code == 204, r.text
@@ -153,8 +156,11 @@ def test_each_kind_of_write_is_applied_incrementally(app: FastAPI, api: Placemen
     # inventories: replace all, update one, delete one
     _inventory(api, c_child, {"VCPU": {"total": 4}, "SRIOV_NET_VF": {"total": 2}})
     refresh.check()
-    r = api.put(f"/resource_providers/{c_child}/inventories/VCPU", version="1.39",
-                json={"resource_provider_generation": _gen(api, c_child), "total": 6})
+    r = api.put(
+        f"/resource_providers/{c_child}/inventories/VCPU",
+        version="1.39",
+        json={"resource_provider_generation": _gen(api, c_child), "total": 6},
+    )
     assert r.status_code == 200, r.text
     refresh.check()
     r = api.delete(f"/resource_providers/{c_child}/inventories/SRIOV_NET_VF", version="1.39")
@@ -203,12 +209,24 @@ def test_each_kind_of_write_is_applied_incrementally(app: FastAPI, api: Placemen
     fleet = refresh.check()
     assert fleet.providers[fleet.index_by_uuid[a["cell"]]].inventories["VCPU"].used == 0
     other = str(uuid.uuid4())
-    r = api.post("/allocations", version="1.36", json={
-        consumer: {"allocations": {a["root"]: {"resources": {"DISK_GB": 5}}},
-                   "project_id": "p", "user_id": "u", "consumer_generation": 2},
-        other: {"allocations": {c_child: {"resources": {"VCPU": 1}}},
-                "project_id": "p", "user_id": "u", "consumer_generation": None},
-    })
+    r = api.post(
+        "/allocations",
+        version="1.36",
+        json={
+            consumer: {
+                "allocations": {a["root"]: {"resources": {"DISK_GB": 5}}},
+                "project_id": "p",
+                "user_id": "u",
+                "consumer_generation": 2,
+            },
+            other: {
+                "allocations": {c_child: {"resources": {"VCPU": 1}}},
+                "project_id": "p",
+                "user_id": "u",
+                "consumer_generation": None,
+            },
+        },
+    )
     assert r.status_code == 204, r.text
     refresh.check()
     assert api.delete(f"/allocations/{consumer}", version="1.39").status_code == 204
@@ -218,13 +236,19 @@ def test_each_kind_of_write_is_applied_incrementally(app: FastAPI, api: Placemen
     grandchild = _rp(api, "c_grandchild", c_child)
     _inventory(api, grandchild, {"VCPU": {"total": 2}})
     refresh.check(patched=False)
-    r = api.put(f"/resource_providers/{c_child}", version="1.37",
-                json={"name": "c_child", "parent_provider_uuid": b["cell"]})
+    r = api.put(
+        f"/resource_providers/{c_child}",
+        version="1.37",
+        json={"name": "c_child", "parent_provider_uuid": b["cell"]},
+    )
     assert r.status_code == 200, r.text
     fleet = refresh.check()
     assert fleet.providers[fleet.index_by_uuid[grandchild]].root == fleet.index_by_uuid[b["root"]]
-    r = api.put(f"/resource_providers/{c_child}", version="1.37",
-                json={"name": "c_child", "parent_provider_uuid": None})
+    r = api.put(
+        f"/resource_providers/{c_child}",
+        version="1.37",
+        json={"name": "c_child", "parent_provider_uuid": None},
+    )
     assert r.status_code == 200, r.text
     fleet = refresh.check()
     assert fleet.index_by_uuid[c_child] in fleet.roots
@@ -254,16 +278,26 @@ def test_reshaper_is_applied_incrementally(app: FastAPI, api: PlacementAPI) -> N
     gens = {u: _gen(api, u) for u in (host["root"], host["cell"], new_cell)}
     body = {
         "inventories": {
-            host["root"]: {"resource_provider_generation": gens[host["root"]],
-                           "inventories": {"DISK_GB": {"total": 100}}},
-            host["cell"]: {"resource_provider_generation": gens[host["cell"]],
-                           "inventories": {"VCPU": {"total": 4}}},
-            new_cell: {"resource_provider_generation": gens[new_cell],
-                       "inventories": {"VCPU": {"total": 4}, "MEMORY_MB": {"total": 4096}}},
+            host["root"]: {
+                "resource_provider_generation": gens[host["root"]],
+                "inventories": {"DISK_GB": {"total": 100}},
+            },
+            host["cell"]: {
+                "resource_provider_generation": gens[host["cell"]],
+                "inventories": {"VCPU": {"total": 4}},
+            },
+            new_cell: {
+                "resource_provider_generation": gens[new_cell],
+                "inventories": {"VCPU": {"total": 4}, "MEMORY_MB": {"total": 4096}},
+            },
         },
         "allocations": {
-            consumer: {"allocations": {new_cell: {"resources": {"VCPU": 2}}},
-                       "project_id": "p", "user_id": "u", "consumer_generation": 1},
+            consumer: {
+                "allocations": {new_cell: {"resources": {"VCPU": 2}}},
+                "project_id": "p",
+                "user_id": "u",
+                "consumer_generation": 1,
+            },
         },
     }
     r = api.post("/reshaper", json=body, version="1.36")

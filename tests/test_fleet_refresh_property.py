@@ -33,7 +33,9 @@ operations = st.one_of(
 )
 
 
-def _apply(api: PlacementAPI, providers: list[str], consumers: list[str], op: tuple[Any, ...]) -> None:
+def _apply(
+    api: PlacementAPI, providers: list[str], consumers: list[str], op: tuple[Any, ...]
+) -> None:
     """One write; invalid ones (a cycle, a provider in use...) are refused by the API: fine."""
     kind = op[0]
     if kind in ("root", "child"):
@@ -53,10 +55,9 @@ def _apply(api: PlacementAPI, providers: list[str], consumers: list[str], op: tu
             return
         current = api.get(f"/allocations/{consumer}", version="1.36").json()
         body = {
-            "allocations": {
-                providers[op[2] % len(providers)]: {"resources": {"VCPU": op[3]}}
-            },
-            "project_id": "p", "user_id": "u",
+            "allocations": {providers[op[2] % len(providers)]: {"resources": {"VCPU": op[3]}}},
+            "project_id": "p",
+            "user_id": "u",
             "consumer_generation": current.get("consumer_generation"),
         }
         api.put(f"/allocations/{consumer}", json=body, version="1.36")
@@ -70,18 +71,30 @@ def _apply(api: PlacementAPI, providers: list[str], consumers: list[str], op: tu
     generation = r.json()["generation"]
     if kind == "inventory":
         inventories = {"VCPU": {"total": op[2]}, "DISK_GB": {"total": 10}} if op[2] else {}
-        api.put(f"/resource_providers/{u}/inventories", version="1.39",
-                json={"resource_provider_generation": generation, "inventories": inventories})
+        api.put(
+            f"/resource_providers/{u}/inventories",
+            version="1.39",
+            json={"resource_provider_generation": generation, "inventories": inventories},
+        )
     elif kind == "traits":
-        api.put(f"/resource_providers/{u}/traits", version="1.39",
-                json={"resource_provider_generation": generation, "traits": sorted(op[2])})
+        api.put(
+            f"/resource_providers/{u}/traits",
+            version="1.39",
+            json={"resource_provider_generation": generation, "traits": sorted(op[2])},
+        )
     elif kind == "aggregates":
-        api.put(f"/resource_providers/{u}/aggregates", version="1.39",
-                json={"resource_provider_generation": generation, "aggregates": sorted(op[2])})
+        api.put(
+            f"/resource_providers/{u}/aggregates",
+            version="1.39",
+            json={"resource_provider_generation": generation, "aggregates": sorted(op[2])},
+        )
     elif kind == "move":
         parent = None if op[2] is None else providers[op[2] % len(providers)]
-        api.put(f"/resource_providers/{u}", version="1.39",
-                json={"name": u, "parent_provider_uuid": parent})
+        api.put(
+            f"/resource_providers/{u}",
+            version="1.39",
+            json={"name": u, "parent_provider_uuid": parent},
+        )
     elif kind == "delete":
         if api.delete(f"/resource_providers/{u}", version="1.39").status_code == 204:
             providers.remove(u)

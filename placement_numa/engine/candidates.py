@@ -64,7 +64,10 @@ class Candidate:
     __slots__ = ("anchor", "chosen", "allocations", "layout", "_groups")
 
     def __init__(
-        self, anchor: int, chosen: tuple[int, ...], allocations: tuple[Allocation, ...],
+        self,
+        anchor: int,
+        chosen: tuple[int, ...],
+        allocations: tuple[Allocation, ...],
         layout: Layout,
     ) -> None:
         self.anchor = anchor
@@ -92,7 +95,7 @@ class Candidate:
     def mappings(self) -> list[tuple[str | None, tuple[int, ...]]]:
         """``(suffix, sorted provider indices)`` per request group."""
         chosen = self.chosen
-        out = []
+        out: list[tuple[str | None, tuple[int, ...]]] = []
         for suffix, ks in zip(self.layout.suffixes, self.layout.slots_of_group, strict=True):
             if len(ks) == 1:
                 out.append((suffix, (chosen[ks[0]],)))
@@ -111,7 +114,10 @@ class Candidate:
         return used
 
     def __repr__(self) -> str:
-        return f"Candidate(anchor={self.anchor}, groups={self.groups!r}, allocations={self.allocations!r})"
+        return (
+            f"Candidate(anchor={self.anchor}, groups={self.groups!r},"
+            f" allocations={self.allocations!r})"
+        )
 
 
 @dataclass(slots=True)

@@ -318,9 +318,7 @@ class FleetSnapshot:
             touched_aggs |= info.aggregates
         aggregate_members = dict(old.aggregate_members)
         for agg in touched_aggs:
-            members = {
-                m for m in aggregate_members.get(agg, frozenset()) if m not in removed
-            }
+            members = {m for m in aggregate_members.get(agg, frozenset()) if m not in removed}
             members.update(info.index for info in infos if agg in info.aggregates)
             if members:
                 aggregate_members[agg] = frozenset(members)
@@ -482,7 +480,12 @@ def _infos(
         used[(pid, rc)] = used.get((pid, rc), 0) + int(amount)
     for pid, rc, total, reserved, min_unit, max_unit, step, ratio in inventories:
         by_id[pid].inventories[rc] = Inventory(
-            int(total), int(reserved), int(min_unit), int(max_unit), int(step), float(ratio),
+            int(total),
+            int(reserved),
+            int(min_unit),
+            int(max_unit),
+            int(step),
+            float(ratio),
             used.get((pid, rc), 0),
         )
     trait_sets: dict[int, set[str]] = {}

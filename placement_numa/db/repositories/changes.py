@@ -100,7 +100,7 @@ def _before_execute(
     pending: _Pending | None = conn.info.get(_KEY)
     if pending is None:
         return
-    name = clauseelement.table.name
+    name = getattr(clauseelement.table, "name", None)
     if name in _FLEET_TABLES:
         pending.fleet_dml = True
     elif name in _NAME_TABLES:

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import gc
 import threading
-
 from typing import Any
 
 from sqlalchemy import Select, bindparam, func, select
 from sqlalchemy.engine import Connection
+from sqlalchemy.sql.elements import BindParameter
 
 from placement_numa.db import tables as t
 from placement_numa.db.database import Database
@@ -99,9 +99,7 @@ def _rows(conn: Connection, rc_names: dict[int, str], trait_names: dict[int, str
     aggregates = [
         (r[0], r[1])
         for r in conn.execute(
-            select(rpa.c.resource_provider_id, agg.c.uuid).join(
-                agg, agg.c.id == rpa.c.aggregate_id
-            )
+            select(rpa.c.resource_provider_id, agg.c.uuid).join(agg, agg.c.id == rpa.c.aggregate_id)
         )
     ]
     return providers, inventories, usages, traits, aggregates
@@ -111,9 +109,13 @@ def _tree_statements() -> tuple[Select[Any], ...]:
     """The statements reading whole trees (``:roots``, an expanding list of root ids), names
     joined in; built once."""
     rp = t.resource_providers
-    roots = bindparam("roots", expanding=True)
+    roots: BindParameter[Any] = bindparam("roots", expanding=True)
     inv, alloc, rc = t.inventories, t.allocations, t.resource_classes
-    rpt, rpa, agg = t.resource_provider_traits, t.resource_provider_aggregates, t.placement_aggregates
+    rpt, rpa, agg = (
+        t.resource_provider_traits,
+        t.resource_provider_aggregates,
+        t.placement_aggregates,
+    )
     return (
         select(rp.c.id, rp.c.uuid, rp.c.parent_provider_id, rp.c.root_provider_id).where(
             rp.c.root_provider_id.in_(roots)
