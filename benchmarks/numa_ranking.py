@@ -6,6 +6,12 @@ and two-socket EPYC (8 cells, the 8-cell table); per cell 8 PCPU + 8 VCPU (ratio
 page child (56 GiB) and a 2 MiB page child (8 GiB); every third host has 6 PCPUs used on cell 0.
 
     /work/venv/bin/python benchmarks/numa_ranking.py --hosts 1000
+    /work/venv/bin/python benchmarks/numa_ranking.py --hosts 1000 --exhaustive  # the reference path
+    /work/venv/bin/python benchmarks/numa_ranking.py --hosts 10000 --cases "limit 10"
+
+Ranked searches are bounded (roots searched best bound first, stop at ``limit``); with
+``--exhaustive`` the service's reference path ranks every candidate of every root (and tries
+KEP-2902 widths host by host), which is what the figures before the bound measured.
 """
 
 from __future__ import annotations
@@ -59,7 +65,10 @@ def build(hosts: int) -> tuple[FleetSnapshot, CellIndex]:
     return FleetSnapshot.build(1, providers, inventories, usages, traits), CellIndex(cell_ids, distances, names)
 
 
+PINNED_2M = {"hw:numa_nodes": "2", "hw:cpu_policy": "dedicated", "hw:mem_page_size": "2MB"}
 CASES = {
+    "2-cell pinned 2M pages, limit 10": (Flavor(8, 4096, extra_specs=PINNED_2M), NumaOptions(limit=10)),
+    "2-cell pinned 2M pages, limit 1000": (Flavor(8, 4096, extra_specs=PINNED_2M), NumaOptions(limit=1000)),
     "2-cell pinned, limit 10": (Flavor(8, 8192, extra_specs={"hw:numa_nodes": "2", "hw:cpu_policy": "dedicated"}),
                                 NumaOptions(limit=10)),
     "2-cell pinned, all": (Flavor(8, 8192, extra_specs={"hw:numa_nodes": "2", "hw:cpu_policy": "dedicated"}),
@@ -67,6 +76,8 @@ CASES = {
     "1-cell 2M pages, limit 10": (Flavor(4, 4096, extra_specs={"hw:mem_page_size": "2MB"}), NumaOptions(limit=10)),
     "20 pinned, distribute, limit 50": (Flavor(20, 16384, extra_specs={"hw:cpu_policy": "dedicated"}),
                                         NumaOptions(limit=50, distribute=True)),
+    "20 pinned, distribute, limit 1000": (Flavor(20, 16384, extra_specs={"hw:cpu_policy": "dedicated"}),
+                                          NumaOptions(limit=1000, distribute=True)),
 }
 
 
@@ -74,16 +85,23 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--hosts", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--exhaustive", action="store_true", help="time the reference path")
+    parser.add_argument("--cases", default="", help="only cases whose name contains this text")
     args = parser.parse_args()
+    start = time.perf_counter()
     fleet, index = build(args.hosts)
+    print(f"built in {time.perf_counter() - start:.1f} s")
     engine = SnapshotEngine(StaticFleetSource(fleet))
     print(f"{args.hosts} hosts, {len(fleet.providers)} providers")
+    extra = {"exhaustive": True} if args.exhaustive else {}
     for name, (flavor, options) in CASES.items():
+        if args.cases not in name:
+            continue
         times, count = [], 0
         for _ in range(args.repeat):
             start = time.perf_counter()
             found = flavor_candidates(database=None, engine=engine, flavor=flavor, image=None,
-                                      options=options, index=index)
+                                      options=options, index=index, **extra)
             times.append(time.perf_counter() - start)
             count = len(found)
         print(f"{name:34} {count:6} candidates  p50 {statistics.median(times) * 1000:8.1f} ms"

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from placement_numa.engine.candidates import Candidate
+from placement_numa.engine.candidates import Candidate, Layout
 from placement_numa.engine.fleet import FleetSnapshot
 from placement_numa.engine.search import RootView
 from placement_numa.numa.rank_bound import relaxed_best_key
@@ -54,13 +54,17 @@ class NumaRanker:
         self.prefer_closest = prefer_closest
         self.distinct = distinct
         self._shapes: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
-        self._hosts: dict[int, tuple[dict[int, int], HostCells]] = {}
+        # per root: (cell provider index -> cell id, HostCells, host class)
+        self._hosts: dict[int, tuple[dict[int, int], HostCells, int]] = {}
+        # host classes: hosts with equal free CPUs per cell id and equal distances score alike
+        self._classes: dict[tuple[tuple[int, int], ...], list[tuple[Distances | None, int]]] = {}
+        self._class_count = 0
         self._cells: dict[int, int | None] = {}
-        self._scores: dict[tuple[int, tuple[tuple[int, int], ...]], NumaScore] = {}
-        self._keys: dict[int, tuple[object, ...]] = {}  # by id() of a score held in _scores
+        self._ranked: dict[tuple[int, tuple[tuple[int, int], ...]], tuple[tuple[object, ...], NumaScore]] = {}
+        self._resourceless: dict[int, tuple[Layout, tuple[int, ...]]] = {}
 
-    def _host(self, fleet: FleetSnapshot, root: int) -> tuple[dict[int, int], HostCells]:
-        """(cell provider index -> cell id, HostCells) of one tree, cached per root."""
+    def _host(self, fleet: FleetSnapshot, root: int) -> tuple[dict[int, int], HostCells, int]:
+        """(cell provider index -> cell id, HostCells, host class) of one tree, cached per root."""
         cached = self._hosts.get(root)
         if cached is not None:
             return cached
@@ -88,8 +92,16 @@ class NumaRanker:
             ids[cell] = cell_id if cell_id is not None else order
         free = {ids[members[k]]: f for k, f in zip(positions, frees, strict=True)}
         host = HostCells(free, self.index.distances.get(uuids[root]))
-        self._hosts[root] = (ids, host)
-        return ids, host
+        known = self._classes.setdefault(tuple(sorted(free.items())), [])
+        for matrix, number in known:
+            if matrix == host.distances:
+                break
+        else:
+            number = self._class_count
+            self._class_count += 1
+            known.append((host.distances, number))
+        found = self._hosts[root] = (ids, host, number)
+        return found
 
     def _cell_of(self, fleet: FleetSnapshot, ids: Mapping[int, int], provider: int) -> int | None:
         """The host cell id at or above ``provider`` (cached per provider)."""
@@ -104,41 +116,50 @@ class NumaRanker:
         self._cells[provider] = cell
         return cell
 
-    def _used(self, candidate: Candidate, fleet: FleetSnapshot, ids: Mapping[int, int]) -> tuple[tuple[int, int], ...]:
-        """``((cell id, CPUs taken), ...)`` sorted: every cell the candidate touches."""
+    def _resourceless_slots(self, layout: Layout) -> tuple[int, ...]:
+        """Slots of resourceless groups (their providers touch a cell without taking from it)."""
+        cached = self._resourceless.get(id(layout))
+        if cached is None or cached[0] is not layout:
+            slots = tuple(k for k, res in enumerate(layout.slot_resources) if not res)
+            cached = self._resourceless[id(layout)] = (layout, slots)
+        return cached[1]
+
+    def _used(
+        self, candidate: Candidate, fleet: FleetSnapshot, ids: Mapping[int, int]
+    ) -> tuple[tuple[int, int], ...]:
+        """``((cell id, CPUs taken), ...)`` sorted: every cell the candidate touches (CPUs of
+        ``cpu_classes`` counted on cell providers)."""
         used: dict[int, int] = {}
+        cpu_classes = self.cpu_classes
         for p, rc, amount in candidate.allocations:
             cell = self._cell_of(fleet, ids, p)
             if cell is not None:
-                used[cell] = used.get(cell, 0) + (amount if rc in self.cpu_classes and p in ids else 0)
-        for group in candidate.groups:
-            if not group.resources:  # resourceless groups (anchors) count as touching their cell
-                for p in group.providers:
-                    cell = self._cell_of(fleet, ids, p)
-                    if cell is not None:
-                        used.setdefault(cell, 0)
+                used[cell] = used.get(cell, 0) + (amount if rc in cpu_classes and p in ids else 0)
+        chosen = candidate.chosen
+        for k in self._resourceless_slots(candidate.layout):
+            cell = self._cell_of(fleet, ids, chosen[k])
+            if cell is not None:
+                used.setdefault(cell, 0)
         return tuple(sorted(used.items()))
+
+    def _scored(self, candidate: Candidate, fleet: FleetSnapshot) -> tuple[tuple[object, ...], NumaScore]:
+        ids, host, number = self._host(fleet, candidate.anchor)
+        used = self._used(candidate, fleet, ids)
+        memo = (number, used)
+        cached = self._ranked.get(memo)
+        if cached is None:
+            numa = score(host, dict(used))
+            cached = self._ranked[memo] = (rank_key(numa, prefer_closest=self.prefer_closest), numa)
+        return cached
 
     def score(self, candidate: Candidate, fleet: FleetSnapshot) -> NumaScore:
         """The NUMA score of ``candidate`` (cells used, width, distance, spread)."""
-        ids, host = self._host(fleet, candidate.anchor)
-        used = self._used(candidate, fleet, ids)
-        key = (candidate.anchor, used)
-        cached = self._scores.get(key)
-        if cached is None:
-            cached = score(host, dict(used))
-            self._scores[key] = cached
-        return cached
+        return self._scored(candidate, fleet)[1]
 
     def rank(self, candidate: Candidate, fleet: FleetSnapshot) -> tuple[object, ...]:
         """The engine's rank hook: ``ranking.rank_key`` of the candidate's score (cached per
-        host and cell usage)."""
-        numa = self.score(candidate, fleet)
-        key = self._keys.get(id(numa))
-        if key is None:
-            key = rank_key(numa, prefer_closest=self.prefer_closest)
-            self._keys[id(numa)] = key
-        return key
+        host class and cell usage)."""
+        return self._scored(candidate, fleet)[0]
 
     def bound(self, view: RootView) -> tuple[object, ...] | None:
         """The engine's ``rank_bound`` hook: a lower bound of the rank key of every candidate
@@ -146,18 +167,12 @@ class NumaRanker:
         ``None`` when the root has no candidate. Memoised per search for roots with the same
         look-alike profile, cell ids and distance matrix."""
         fleet, root = view.fleet, view.root
-        ids, host = self._host(fleet, root)
-        # memo: (profile, cell ids) -> [(distance matrix, bound)], matrices compared by value
-        known: list[tuple[Distances | None, tuple[object, ...] | None]] | None = None
+        ids, host, number = self._host(fleet, root)
+        memo: tuple[object, ...] | None = None
         if view.profile is not None:
-            memo = ("numa-bound", view.profile, tuple(ids.values()))
-            known = view.cache.get(memo)  # type: ignore[assignment]
-            if known is None:
-                known = []
-                view.cache[memo] = known
-            for matrix, found in known:
-                if matrix == host.distances:
-                    return found
+            memo = ("numa-bound", view.profile, tuple(ids.values()), number)
+            if memo in view.cache:
+                return view.cache[memo]  # type: ignore[return-value]
         options = view.options()
         result: tuple[object, ...] | None = None
         if options is not None:
@@ -170,6 +185,9 @@ class NumaRanker:
             prefer = self.prefer_closest
 
             def key_of(used: tuple[tuple[int, int], ...]) -> tuple[object, ...]:
+                cached = self._ranked.get((number, used))
+                if cached is not None:
+                    return cached[0]
                 return rank_key(score(host, dict(used)), prefer_closest=prefer)
 
             result = relaxed_best_key(
@@ -183,8 +201,8 @@ class NumaRanker:
                 distinct_groups=distinct,
                 nested_cells=nested,
             )
-        if known is not None:
-            known.append((host.distances, result))
+        if memo is not None:
+            view.cache[memo] = result
         return result
 
     def as_hook(self) -> Callable[[Candidate, FleetSnapshot], tuple[object, ...]]:
