@@ -96,6 +96,7 @@ class Database:
                 changes.end(conn)
 
     def dispose(self) -> None:
+        """Close the engine's pooled connections (at shutdown)."""
         self.engine.dispose()
 
 

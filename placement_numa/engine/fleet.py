@@ -3,11 +3,14 @@
 A ``FleetSnapshot`` holds, per resource provider: its parent and root, depth, traits, aggregates
 and per resource class inventory with usage. It is built once from plain rows (the SQL loader lives
 in ``placement_numa.db.repositories.fleet``) and tagged with the ``placement_revision`` it reflects;
-the engine rebuilds it when the revision moves (design notes: "fleet state in memory, always
-fresh"). Nothing here imports SQLAlchemy or FastAPI.
+when the revision moves, the engine derives a new snapshot with the touched trees replaced
+(``replace_trees``; design notes: "fleet state in memory, always fresh"), sharing every untouched
+provider and, when no provider came, went or moved, every structural index with the old one.
+Nothing here imports SQLAlchemy or FastAPI.
 
 Providers are addressed by a dense index (``0..n-1``, in database id order), so the search works
-on small integers; uuids are only used at the edges.
+on small integers; uuids are only used at the edges. Patched snapshots keep indices stable (new
+providers are appended; deleted ones leave unreachable entries).
 
 Capacity follows Placement: ``capacity = int((total - reserved) * allocation_ratio)``, free is
 ``capacity - used``; a request of ``amount`` fits one inventory when ``min_unit <= amount <=
@@ -56,6 +59,7 @@ class Inventory:
 
     @property
     def free(self) -> int:
+        """Capacity left: ``capacity - used`` (negative when usage exceeds a lowered capacity)."""
         return self.capacity - self.used
 
     def fits(self, amount: int) -> bool:
@@ -83,6 +87,7 @@ class ProviderInfo:
 
     @property
     def sharing(self) -> bool:
+        """Whether the provider has ``MISC_SHARES_VIA_AGGREGATE`` (shares via aggregates)."""
         return SHARING_TRAIT in self.traits
 
     def free(self, resource_class: str) -> int:
@@ -426,6 +431,7 @@ class FleetSnapshot:
         return self.chains[index]
 
     def is_ancestor_or_self(self, ancestor: int, index: int) -> bool:
+        """Whether ``ancestor`` is ``index`` or one of its ancestors (indices)."""
         providers = self.providers
         depth = providers[ancestor].depth
         while providers[index].depth > depth:
@@ -433,6 +439,7 @@ class FleetSnapshot:
         return index == ancestor
 
     def summary_resources(self, index: int) -> Mapping[str, Inventory]:
+        """The inventories (with usage) of provider ``index``, by resource class."""
         return self.providers[index].inventories
 
 

@@ -233,6 +233,8 @@ def refresh_fleet(conn: Connection, fleet: FleetSnapshot) -> FleetSnapshot:
     return patched
 
 
+# Freeze the garbage collector's view after a full load and every FREEZE_EVERY patches.
+FREEZE_EVERY = 256
 # Beyond these, a whole reload is cheaper (or the IN lists too long).
 MAX_TOUCHED = 2000
 MAX_TREES = 500
@@ -275,7 +277,8 @@ class SqlFleetSource:
                 conn.rollback()  # end the read transaction: the next read sees new commits
 
     def snapshot(self) -> FleetSnapshot:
-        """The fleet as of now: the cached snapshot if no write committed since it was loaded."""
+        """The fleet as of now: the cached snapshot if no write committed since it was loaded,
+        else that snapshot refreshed (``refresh_fleet``)."""
         revision = self._revision()
         fleet = self._fleet
         if fleet is not None and fleet.revision == revision:
@@ -291,10 +294,13 @@ class SqlFleetSource:
             else:
                 self.full_loads += 1
             self._fleet = fleet
-            # The snapshot is long-lived and acyclic: keep the cyclic garbage collector from
-            # rescanning its ~10 objects per provider on every full collection during searches.
-            gc.unfreeze()
-            gc.freeze()
+            if fleet.patched_from is None or self.patches % FREEZE_EVERY == 0:
+                # The snapshot is long-lived and acyclic: keep the cyclic garbage collector from
+                # rescanning its ~10 objects per provider on every full collection during
+                # searches. Patches add few objects, so they are frozen only now and then (a
+                # freeze also pins whatever cyclic garbage exists at that moment).
+                gc.unfreeze()
+                gc.freeze()
             return fleet
 
     def _load(self, previous: FleetSnapshot | None) -> FleetSnapshot:
