@@ -49,8 +49,9 @@ Example (NUMA width first, then the anchor's uuid)::
 Implementations: ``SnapshotEngine`` (``engine/memory.py``) searches an in-memory
 ``FleetSnapshot`` obtained from a ``FleetSource`` (per root, lazily; look-alike trees replay the
 first one's answer, see ``engine/search.py``); the SQL source
-(``placement_numa.db.repositories.fleet.SqlFleetSource``) reloads it whenever the
-``placement_revision`` counter moved, so every query sees every write committed before it started.
+(``placement_numa.db.repositories.fleet.SqlFleetSource``) refreshes it whenever the
+``placement_revision`` counter moved (reloading only the trees the change log names), so every
+query sees every write committed before it started.
 """
 
 from __future__ import annotations
