@@ -8,11 +8,20 @@ CORS files are skipped (placement-numa has Placement's noauth2 with an admin-onl
 Usage (from ``tools/conformance/run.sh``): ``python run.py [substring ...]``; writes
 ``last.json`` with every failure next to this file.
 """
-import os, shutil, socket, subprocess, sys, tempfile, time, unittest, glob, json
 
-from gabbi import driver
+import glob
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
 
 import placement  # the installed openstack-placement package (conformance venv only)
+from gabbi import driver
 
 GAB = os.path.join(os.path.dirname(placement.__file__), "tests", "functional", "gabbits")
 SERVER = os.environ.get("PLACEMENT_NUMA_BIN", "placement-numa")
@@ -28,7 +37,8 @@ SKIP_WORDS = ("rbac", "policy", "cors")
 def wait(port):
     for _ in range(200):
         try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close(); return True
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return True
         except OSError:
             time.sleep(0.1)
     return False
@@ -36,9 +46,11 @@ def wait(port):
 
 def run_file(path, verbose):
     db = tempfile.mktemp(suffix=".sqlite", dir="/tmp")
-    srv = subprocess.Popen([SERVER, "serve", "--port", str(PORT),
-                            "--database-url", f"sqlite:///{db}"],
-                           stdout=subprocess.DEVNULL, stderr=open(os.path.join(tempfile.gettempdir(), "conformance-server.log"), "a"))
+    srv = subprocess.Popen(
+        [SERVER, "serve", "--port", str(PORT), "--database-url", f"sqlite:///{db}"],
+        stdout=subprocess.DEVNULL,
+        stderr=open(os.path.join(tempfile.gettempdir(), "conformance-server.log"), "a"),
+    )
     try:
         if not wait(PORT):
             return (0, 0, 1, ["server did not start"])
@@ -46,16 +58,30 @@ def run_file(path, verbose):
         shutil.copy(path, d)
         loader = unittest.TestLoader()
         try:
-            suite = driver.build_tests(d, loader, host="127.0.0.1", port=PORT,
-                                       fixture_module=conf_fixtures, test_loader_name="conf")
+            suite = driver.build_tests(
+                d,
+                loader,
+                host="127.0.0.1",
+                port=PORT,
+                fixture_module=conf_fixtures,
+                test_loader_name="conf",
+            )
         except Exception as e:
             return (0, 0, 1, [f"build error {e}"])
-        result = unittest.TextTestRunner(stream=open(os.devnull, "w") if not verbose else sys.stderr,
-                                         verbosity=2 if verbose else 0).run(suite)
-        fails = [str(t).split(" ")[1] + " :: " + (tb[tb.find("Error:"):][:700] if "Error:" in tb else tb[-700:]) for t, tb in result.failures + result.errors]
+        result = unittest.TextTestRunner(
+            stream=open(os.devnull, "w") if not verbose else sys.stderr,
+            verbosity=2 if verbose else 0,
+        ).run(suite)
+        fails = [
+            str(t).split(" ")[1]
+            + " :: "
+            + (tb[tb.find("Error:") :][:700] if "Error:" in tb else tb[-700:])
+            for t, tb in result.failures + result.errors
+        ]
         return (result.testsRun, len(result.failures) + len(result.errors), 0, fails)
     finally:
-        srv.terminate(); srv.wait()
+        srv.terminate()
+        srv.wait()
         for f in glob.glob(db + "*"):
             os.remove(f)
 
@@ -72,10 +98,14 @@ def main():
     report = {}
     for f in files:
         n, nbad, err, fails = run_file(f, verbose)
-        tot += n; bad += nbad
+        tot += n
+        bad += nbad
         report[os.path.basename(f)] = {"run": n, "failed": nbad, "error": err, "fails": fails}
-        print(f"{os.path.basename(f):55s} run={n:4d} failed={nbad:4d}{' ERROR' if err else ''}", flush=True)
-    print(f"TOTAL run={tot} failed={bad} passed={tot-bad}")
+        print(
+            f"{os.path.basename(f):55s} run={n:4d} failed={nbad:4d}{' ERROR' if err else ''}",
+            flush=True,
+        )
+    print(f"TOTAL run={tot} failed={bad} passed={tot - bad}")
     json.dump(report, open(os.path.join(HERE, "last.json"), "w"), indent=1)
 
 
