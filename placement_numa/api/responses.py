@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from email.utils import format_datetime
 from html import escape
@@ -21,6 +22,7 @@ __all__ = [
     "error_payload",
     "no_content",
     "http_date",
+    "newest",
 ]
 
 # webob's explanations, which Placement prefixes to every error detail.
@@ -72,6 +74,13 @@ def json_response(
         response.headers["last-modified"] = http_date(last_modified)
         response.headers["cache-control"] = "no-cache"
     return response
+
+
+def newest(stamps: Iterable[datetime | None]) -> datetime | None:
+    """The latest of ``stamps`` (``None`` entries skipped), or ``None`` when none is known: the
+    ``last_modified`` of a collection (a list's ``last-modified`` header, 1.15+)."""
+    known = [stamp for stamp in stamps if stamp is not None]
+    return max(known) if known else None
 
 
 def no_content(headers: dict[str, str] | None = None) -> Response:

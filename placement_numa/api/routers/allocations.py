@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import uuid as uuidlib
-from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, Depends, Response
@@ -28,7 +27,7 @@ from placement_numa.api.deps import (
     require_version,
     validate,
 )
-from placement_numa.api.responses import json_response, no_content
+from placement_numa.api.responses import json_response, newest, no_content
 from placement_numa.api.schemas import allocations as schemas
 from placement_numa.domain.allocation import (
     INCOMPLETE_CONSUMER_ID,
@@ -55,11 +54,6 @@ def _normalized_uuid(text: str) -> str:
     return str(value)
 
 
-def _last_modified(stamps: list[datetime | None]) -> datetime | None:
-    known = [s for s in stamps if s is not None]
-    return max(known) if known else None
-
-
 @router.get("/allocations/{consumer_uuid}", summary="List allocations of a consumer")
 def get_consumer_allocations(
     consumer_uuid: str, version: VersionDep, database: DatabaseDep
@@ -81,7 +75,7 @@ def get_consumer_allocations(
         if version >= mv.CONSUMER_TYPES:
             body["consumer_type"] = consumer.consumer_type or UNKNOWN_CONSUMER_TYPE
     stamps = [row.updated_at or row.created_at for row in found.allocations]
-    return json_response(body, version, last_modified=_last_modified(stamps))
+    return json_response(body, version, last_modified=newest(stamps))
 
 
 def _from_body(consumer_uuid: str, data: Any, version: mv.Microversion) -> ConsumerAllocation:
@@ -163,4 +157,4 @@ def get_provider_allocations(uuid: str, version: VersionDep, database: DatabaseD
         "resource_provider_generation": found.provider.generation,
     }
     stamps = [row.updated_at or row.created_at for row in found.allocations]
-    return json_response(body, version, last_modified=_last_modified(stamps))
+    return json_response(body, version, last_modified=newest(stamps))

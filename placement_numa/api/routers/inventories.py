@@ -21,13 +21,12 @@ from fastapi import APIRouter, Request, Response
 
 from placement_numa.api import microversion as mv
 from placement_numa.api.deps import DatabaseDep, JsonBody, VersionDep, body_doc, validate
-from placement_numa.api.responses import PlacementJSONResponse, json_response, no_content
+from placement_numa.api.responses import PlacementJSONResponse, json_response, newest, no_content
 from placement_numa.api.schemas.inventories import (
     InventoriesBody,
     InventoryBody,
     InventoryPostBody,
 )
-from placement_numa.db.repositories.inventories import InventoryRecord
 from placement_numa.domain.inventory import InventoryFields
 from placement_numa.errors import MethodNotAllowed
 from placement_numa.services import inventories as service
@@ -63,11 +62,6 @@ def _collection(
     return response
 
 
-def _newest(records: list[InventoryRecord]) -> datetime | None:
-    stamps = [r.last_modified for r in records if r.last_modified is not None]
-    return max(stamps) if stamps else None
-
-
 @router.get(_COLLECTION, summary="List the inventories of a resource provider")
 def get_inventories(uuid: str, version: VersionDep, database: DatabaseDep) -> Response:
     """200 with the collection; 404 for an unknown provider."""
@@ -76,7 +70,7 @@ def get_inventories(uuid: str, version: VersionDep, database: DatabaseDep) -> Re
         version,
         provider.generation,
         {name: rec.fields for name, rec in records.items()},
-        _newest(list(records.values())),
+        newest(r.last_modified for r in records.values()),
     )
 
 

@@ -23,7 +23,7 @@ from placement_numa.api.deps import (
     require_version,
     validate,
 )
-from placement_numa.api.responses import json_response, no_content
+from placement_numa.api.responses import json_response, newest, no_content
 from placement_numa.api.schemas.resource_classes import ResourceClassBody
 from placement_numa.db.repositories.resource_classes import ResourceClassRow
 from placement_numa.services import resource_classes as service
@@ -59,11 +59,10 @@ async def _rename_body(request: Request) -> Any:
 def list_resource_classes(request: Request, version: VersionDep, database: DatabaseDep) -> Response:
     """200 ``{"resource_classes": [...]}``, standard classes first."""
     rows = service.list_resource_classes(database=database)
-    stamps = [row.last_modified for row in rows if row.last_modified is not None]
     return json_response(
         {"resource_classes": [_represent(request, row) for row in rows]},
         version,
-        last_modified=max(stamps) if stamps else None,
+        last_modified=newest(row.last_modified for row in rows),
     )
 
 

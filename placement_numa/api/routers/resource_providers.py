@@ -22,7 +22,7 @@ from fastapi import APIRouter, Request, Response
 from placement_numa.api import microversion as mv
 from placement_numa.api import query
 from placement_numa.api.deps import DatabaseDep, JsonBody, VersionDep, body_doc, validate
-from placement_numa.api.responses import PlacementJSONResponse, json_response, no_content
+from placement_numa.api.responses import PlacementJSONResponse, json_response, newest, no_content
 from placement_numa.api.schemas.resource_providers import (
     CreateProviderV1_0,
     CreateProviderV1_14,
@@ -124,11 +124,10 @@ def list_resource_providers(
     """
     filters = _filters(request, version)
     found = service.list_providers(database, filters=filters)
-    stamps = [stamp for stamp in (_modified(p) for p in found) if stamp is not None]
     return json_response(
         {"resource_providers": [serialize_provider(request, p, version) for p in found]},
         version,
-        last_modified=max(stamps) if stamps else None,
+        last_modified=newest(_modified(p) for p in found),
     )
 
 

@@ -13,7 +13,6 @@ the traits listed, or now) and ``cache-control: no-cache``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -29,13 +28,12 @@ from placement_numa.api.deps import (
     require_version,
     validate,
 )
-from placement_numa.api.responses import http_date, json_response, no_content
+from placement_numa.api.responses import http_date, json_response, newest, no_content
 from placement_numa.api.schemas.traits import (
     CUSTOM_TRAIT_PROBLEM,
     CustomTraitName,
     ProviderTraitsBody,
 )
-from placement_numa.db.repositories.traits import TraitRow
 from placement_numa.errors import BadRequest
 from placement_numa.services import traits as service
 
@@ -45,11 +43,6 @@ router = APIRouter(tags=["traits"], dependencies=[Depends(require_version(mv.TRA
 
 _CUSTOM_TRAIT = TypeAdapter(CustomTraitName)
 _LIST_PARAMETERS = ("name", "associated")
-
-
-def _newest(rows: Sequence[TraitRow]) -> datetime | None:
-    stamps = [row.last_modified for row in rows if row.last_modified is not None]
-    return max(stamps) if stamps else None
 
 
 def _cache_headers(version: mv.Microversion, moment: datetime | None) -> dict[str, str]:
@@ -95,7 +88,9 @@ def list_traits(request: Request, version: VersionDep, database: DatabaseDep) ->
     parameter."""
     rows = service.list_traits(database=database, **_list_filters(request))
     return json_response(
-        {"traits": [row.name for row in rows]}, version, last_modified=_newest(rows)
+        {"traits": [row.name for row in rows]},
+        version,
+        last_modified=newest(row.last_modified for row in rows),
     )
 
 
@@ -136,7 +131,7 @@ def get_provider_traits(uuid: str, version: VersionDep, database: DatabaseDep) -
         "traits": [row.name for row in rows],
         "resource_provider_generation": provider.generation,
     }
-    return json_response(body, version, last_modified=_newest(rows))
+    return json_response(body, version, last_modified=newest(row.last_modified for row in rows))
 
 
 @router.put(
@@ -157,7 +152,7 @@ def put_provider_traits(
         names=data.traits,
     )
     body_out = {"traits": [row.name for row in rows], "resource_provider_generation": generation}
-    return json_response(body_out, version, last_modified=_newest(rows))
+    return json_response(body_out, version, last_modified=newest(row.last_modified for row in rows))
 
 
 @router.delete(
