@@ -18,8 +18,10 @@ depends_on = None
 
 
 def _ts() -> list[sa.Column]:
-    return [sa.Column("created_at", sa.DateTime, nullable=True),
-            sa.Column("updated_at", sa.DateTime, nullable=True)]
+    return [
+        sa.Column("created_at", sa.DateTime, nullable=True),
+        sa.Column("updated_at", sa.DateTime, nullable=True),
+    ]
 
 
 def upgrade() -> None:
@@ -35,15 +37,23 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name="pk_resource_providers"),
         sa.UniqueConstraint("uuid", name="uq_resource_providers_uuid"),
         sa.UniqueConstraint("name", name="uq_resource_providers_name"),
-        sa.ForeignKeyConstraint(["root_provider_id"], ["resource_providers.id"],
-                                name="fk_resource_providers_root_provider_id"),
-        sa.ForeignKeyConstraint(["parent_provider_id"], ["resource_providers.id"],
-                                name="fk_resource_providers_parent_provider_id"),
+        sa.ForeignKeyConstraint(
+            ["root_provider_id"],
+            ["resource_providers.id"],
+            name="fk_resource_providers_root_provider_id",
+        ),
+        sa.ForeignKeyConstraint(
+            ["parent_provider_id"],
+            ["resource_providers.id"],
+            name="fk_resource_providers_parent_provider_id",
+        ),
     )
-    op.create_index("ix_resource_providers_root_provider_id", "resource_providers",
-                    ["root_provider_id"])
-    op.create_index("ix_resource_providers_parent_provider_id", "resource_providers",
-                    ["parent_provider_id"])
+    op.create_index(
+        "ix_resource_providers_root_provider_id", "resource_providers", ["root_provider_id"]
+    )
+    op.create_index(
+        "ix_resource_providers_parent_provider_id", "resource_providers", ["parent_provider_id"]
+    )
 
     op.create_table(
         "resource_classes",
@@ -67,12 +77,19 @@ def upgrade() -> None:
         sa.Column("allocation_ratio", sa.Double, nullable=False),
         *_ts(),
         sa.PrimaryKeyConstraint("id", name="pk_inventories"),
-        sa.UniqueConstraint("resource_provider_id", "resource_class_id",
-                            name="uq_inventories_resource_provider_id_resource_class_id"),
-        sa.ForeignKeyConstraint(["resource_provider_id"], ["resource_providers.id"],
-                                name="fk_inventories_resource_provider_id"),
-        sa.ForeignKeyConstraint(["resource_class_id"], ["resource_classes.id"],
-                                name="fk_inventories_resource_class_id"),
+        sa.UniqueConstraint(
+            "resource_provider_id",
+            "resource_class_id",
+            name="uq_inventories_resource_provider_id_resource_class_id",
+        ),
+        sa.ForeignKeyConstraint(
+            ["resource_provider_id"],
+            ["resource_providers.id"],
+            name="fk_inventories_resource_provider_id",
+        ),
+        sa.ForeignKeyConstraint(
+            ["resource_class_id"], ["resource_classes.id"], name="fk_inventories_resource_class_id"
+        ),
     )
     op.create_index("ix_inventories_resource_class_id", "inventories", ["resource_class_id"])
 
@@ -106,11 +123,11 @@ def upgrade() -> None:
         *_ts(),
         sa.PrimaryKeyConstraint("id", name="pk_consumers"),
         sa.UniqueConstraint("uuid", name="uq_consumers_uuid"),
-        sa.ForeignKeyConstraint(["project_id"], ["projects.id"],
-                                name="fk_consumers_project_id"),
+        sa.ForeignKeyConstraint(["project_id"], ["projects.id"], name="fk_consumers_project_id"),
         sa.ForeignKeyConstraint(["user_id"], ["users.id"], name="fk_consumers_user_id"),
-        sa.ForeignKeyConstraint(["consumer_type_id"], ["consumer_types.id"],
-                                name="fk_consumers_consumer_type_id"),
+        sa.ForeignKeyConstraint(
+            ["consumer_type_id"], ["consumer_types.id"], name="fk_consumers_consumer_type_id"
+        ),
     )
     op.create_index("ix_consumers_project_id_user_id", "consumers", ["project_id", "user_id"])
     op.create_index("ix_consumers_user_id", "consumers", ["user_id"])
@@ -125,13 +142,20 @@ def upgrade() -> None:
         sa.Column("used", sa.BigInteger, nullable=False),
         *_ts(),
         sa.PrimaryKeyConstraint("id", name="pk_allocations"),
-        sa.ForeignKeyConstraint(["resource_provider_id"], ["resource_providers.id"],
-                                name="fk_allocations_resource_provider_id"),
-        sa.ForeignKeyConstraint(["resource_class_id"], ["resource_classes.id"],
-                                name="fk_allocations_resource_class_id"),
+        sa.ForeignKeyConstraint(
+            ["resource_provider_id"],
+            ["resource_providers.id"],
+            name="fk_allocations_resource_provider_id",
+        ),
+        sa.ForeignKeyConstraint(
+            ["resource_class_id"], ["resource_classes.id"], name="fk_allocations_resource_class_id"
+        ),
     )
-    op.create_index("ix_allocations_resource_provider_id_resource_class_id_used", "allocations",
-                    ["resource_provider_id", "resource_class_id", "used"])
+    op.create_index(
+        "ix_allocations_resource_provider_id_resource_class_id_used",
+        "allocations",
+        ["resource_provider_id", "resource_class_id", "used"],
+    )
     op.create_index("ix_allocations_consumer_id", "allocations", ["consumer_id"])
     op.create_index("ix_allocations_resource_class_id", "allocations", ["resource_class_id"])
 
@@ -149,16 +173,23 @@ def upgrade() -> None:
         sa.Column("trait_id", sa.Integer, nullable=False),
         sa.Column("resource_provider_id", sa.Integer, nullable=False),
         *_ts(),
-        sa.PrimaryKeyConstraint("trait_id", "resource_provider_id",
-                                name="pk_resource_provider_traits"),
-        sa.ForeignKeyConstraint(["trait_id"], ["traits.id"],
-                                name="fk_resource_provider_traits_trait_id"),
+        sa.PrimaryKeyConstraint(
+            "trait_id", "resource_provider_id", name="pk_resource_provider_traits"
+        ),
         sa.ForeignKeyConstraint(
-            ["resource_provider_id"], ["resource_providers.id"],
-            name="fk_resource_provider_traits_resource_provider_id"),
+            ["trait_id"], ["traits.id"], name="fk_resource_provider_traits_trait_id"
+        ),
+        sa.ForeignKeyConstraint(
+            ["resource_provider_id"],
+            ["resource_providers.id"],
+            name="fk_resource_provider_traits_resource_provider_id",
+        ),
     )
-    op.create_index("ix_resource_provider_traits_resource_provider_id",
-                    "resource_provider_traits", ["resource_provider_id"])
+    op.create_index(
+        "ix_resource_provider_traits_resource_provider_id",
+        "resource_provider_traits",
+        ["resource_provider_id"],
+    )
 
     op.create_table(
         "placement_aggregates",
@@ -174,17 +205,25 @@ def upgrade() -> None:
         sa.Column("resource_provider_id", sa.Integer, nullable=False),
         sa.Column("aggregate_id", sa.Integer, nullable=False),
         *_ts(),
-        sa.PrimaryKeyConstraint("resource_provider_id", "aggregate_id",
-                                name="pk_resource_provider_aggregates"),
+        sa.PrimaryKeyConstraint(
+            "resource_provider_id", "aggregate_id", name="pk_resource_provider_aggregates"
+        ),
         sa.ForeignKeyConstraint(
-            ["resource_provider_id"], ["resource_providers.id"],
-            name="fk_resource_provider_aggregates_resource_provider_id"),
+            ["resource_provider_id"],
+            ["resource_providers.id"],
+            name="fk_resource_provider_aggregates_resource_provider_id",
+        ),
         sa.ForeignKeyConstraint(
-            ["aggregate_id"], ["placement_aggregates.id"],
-            name="fk_resource_provider_aggregates_aggregate_id"),
+            ["aggregate_id"],
+            ["placement_aggregates.id"],
+            name="fk_resource_provider_aggregates_aggregate_id",
+        ),
     )
-    op.create_index("ix_resource_provider_aggregates_aggregate_id",
-                    "resource_provider_aggregates", ["aggregate_id"])
+    op.create_index(
+        "ix_resource_provider_aggregates_aggregate_id",
+        "resource_provider_aggregates",
+        ["aggregate_id"],
+    )
 
     revision_table = op.create_table(
         "placement_revision",
