@@ -60,7 +60,9 @@ class NumaRanker:
         self._classes: dict[tuple[tuple[int, int], ...], list[tuple[Distances | None, int]]] = {}
         self._class_count = 0
         self._cells: dict[int, int | None] = {}
-        self._ranked: dict[tuple[int, tuple[tuple[int, int], ...]], tuple[tuple[object, ...], NumaScore]] = {}
+        self._ranked: dict[
+            tuple[int, tuple[tuple[int, int], ...]], tuple[tuple[object, ...], NumaScore]
+        ] = {}
         self._resourceless: dict[int, tuple[Layout, tuple[int, ...]]] = {}
 
     def _host(self, fleet: FleetSnapshot, root: int) -> tuple[dict[int, int], HostCells, int]:
@@ -142,7 +144,9 @@ class NumaRanker:
                 used.setdefault(cell, 0)
         return tuple(sorted(used.items()))
 
-    def _scored(self, candidate: Candidate, fleet: FleetSnapshot) -> tuple[tuple[object, ...], NumaScore]:
+    def _scored(
+        self, candidate: Candidate, fleet: FleetSnapshot
+    ) -> tuple[tuple[object, ...], NumaScore]:
         ids, host, number = self._host(fleet, candidate.anchor)
         used = self._used(candidate, fleet, ids)
         memo = (number, used)
@@ -178,7 +182,9 @@ class NumaRanker:
         if options is not None:
             plan = view.plan
             distinct = frozenset(
-                i for i, g in enumerate(plan.groups) if g.suffix is not None and g.suffix in self.distinct
+                i
+                for i, g in enumerate(plan.groups)
+                if g.suffix is not None and g.suffix in self.distinct
             )
             cell_set = set(ids)
             nested = any(a in cell_set for c in ids for a in fleet.ancestors(c)[1:])

@@ -103,6 +103,33 @@ def relaxed_best_key(
             sets_of_slot[k].append(s)
     last_of_set = [ks[-1] for ks in sets]
     set_cells: list[list[int | None]] = [[] for _ in sets]
+    # Interchangeable guest cells: consecutive same_subtree sets of contiguous slots, each slot
+    # in one set only, slot by slot alike (options, amounts, isolation). Swapping two such sets'
+    # assignments keeps every check and the key, so only assignments whose first slots take
+    # non-decreasing class positions are visited.
+    after: list[int] = [-1] * n  # first slot of the previous alike set, for a set's first slot
+    if not nested_cells:
+        owners = [len(sets_of_slot[k]) for k in range(n)]
+
+        def alike(a: list[int], b: list[int]) -> bool:
+            return len(a) == len(b) and all(
+                options[i] == options[j]
+                and slots[i].resources == slots[j].resources
+                and isolate[i] == isolate[j]
+                and anchor[i] == anchor[j]
+                for i, j in zip(a, b, strict=True)
+            )
+
+        for s in range(1, len(sets)):
+            a, b = sets[s - 1], sets[s]
+            if (
+                all(owners[k] == 1 for k in a + b)
+                and a == list(range(a[0], a[-1] + 1))
+                and b == list(range(b[0], b[-1] + 1))
+                and alike(a, b)
+            ):
+                after[b[0]] = a[0]
+    position = [0] * n  # class position taken by each slot
 
     touched: dict[int, int] = {}  # cell -> CPUs taken on the cell provider
     slots_on: dict[int, int] = {}  # cell -> slots assigned there
@@ -142,12 +169,15 @@ def relaxed_best_key(
                 best[0] = key
             return
         choices: list[_Class] = classes[k]
+        start = position[after[k]] if after[k] >= 0 else 0
         for s in sets_of_slot[k]:
             if strict[s] and set_cells[s]:
                 choices = by_cell[k].get(set_cells[s][0], [])
                 break
         resources = slots[k].resources
-        for cell, cpus, single in choices:
+        for at in range(start, len(choices)):
+            cell, cpus, single = choices[at]
+            position[k] = at
             if (
                 cell is not None
                 and cell not in touched
