@@ -62,22 +62,41 @@ def build(hosts: int) -> tuple[FleetSnapshot, CellIndex]:
                 step = max(1, size_kb // 1024)
                 inventories.append((page, "MEMORY_MB", mb, 0, step, mb, step, 1.0))
                 traits.extend((page, t) for t in provider_traits(size_kb))
-    return FleetSnapshot.build(1, providers, inventories, usages, traits), CellIndex(cell_ids, distances, names)
+    return FleetSnapshot.build(1, providers, inventories, usages, traits), CellIndex(
+        cell_ids, distances, names
+    )
 
 
 PINNED_2M = {"hw:numa_nodes": "2", "hw:cpu_policy": "dedicated", "hw:mem_page_size": "2MB"}
 CASES = {
-    "2-cell pinned 2M pages, limit 10": (Flavor(8, 4096, extra_specs=PINNED_2M), NumaOptions(limit=10)),
-    "2-cell pinned 2M pages, limit 1000": (Flavor(8, 4096, extra_specs=PINNED_2M), NumaOptions(limit=1000)),
-    "2-cell pinned, limit 10": (Flavor(8, 8192, extra_specs={"hw:numa_nodes": "2", "hw:cpu_policy": "dedicated"}),
-                                NumaOptions(limit=10)),
-    "2-cell pinned, all": (Flavor(8, 8192, extra_specs={"hw:numa_nodes": "2", "hw:cpu_policy": "dedicated"}),
-                           NumaOptions()),
-    "1-cell 2M pages, limit 10": (Flavor(4, 4096, extra_specs={"hw:mem_page_size": "2MB"}), NumaOptions(limit=10)),
-    "20 pinned, distribute, limit 50": (Flavor(20, 16384, extra_specs={"hw:cpu_policy": "dedicated"}),
-                                        NumaOptions(limit=50, distribute=True)),
-    "20 pinned, distribute, limit 1000": (Flavor(20, 16384, extra_specs={"hw:cpu_policy": "dedicated"}),
-                                          NumaOptions(limit=1000, distribute=True)),
+    "2-cell pinned 2M pages, limit 10": (
+        Flavor(8, 4096, extra_specs=PINNED_2M),
+        NumaOptions(limit=10),
+    ),
+    "2-cell pinned 2M pages, limit 1000": (
+        Flavor(8, 4096, extra_specs=PINNED_2M),
+        NumaOptions(limit=1000),
+    ),
+    "2-cell pinned, limit 10": (
+        Flavor(8, 8192, extra_specs={"hw:numa_nodes": "2", "hw:cpu_policy": "dedicated"}),
+        NumaOptions(limit=10),
+    ),
+    "2-cell pinned, all": (
+        Flavor(8, 8192, extra_specs={"hw:numa_nodes": "2", "hw:cpu_policy": "dedicated"}),
+        NumaOptions(),
+    ),
+    "1-cell 2M pages, limit 10": (
+        Flavor(4, 4096, extra_specs={"hw:mem_page_size": "2MB"}),
+        NumaOptions(limit=10),
+    ),
+    "20 pinned, distribute, limit 50": (
+        Flavor(20, 16384, extra_specs={"hw:cpu_policy": "dedicated"}),
+        NumaOptions(limit=50, distribute=True),
+    ),
+    "20 pinned, distribute, limit 1000": (
+        Flavor(20, 16384, extra_specs={"hw:cpu_policy": "dedicated"}),
+        NumaOptions(limit=1000, distribute=True),
+    ),
 }
 
 
@@ -100,12 +119,21 @@ def main() -> None:
         times, count = [], 0
         for _ in range(args.repeat):
             start = time.perf_counter()
-            found = flavor_candidates(database=None, engine=engine, flavor=flavor, image=None,
-                                      options=options, index=index, **extra)
+            found = flavor_candidates(
+                database=None,
+                engine=engine,
+                flavor=flavor,
+                image=None,
+                options=options,
+                index=index,
+                **extra,
+            )
             times.append(time.perf_counter() - start)
             count = len(found)
-        print(f"{name:34} {count:6} candidates  p50 {statistics.median(times) * 1000:8.1f} ms"
-              f"  max {max(times) * 1000:8.1f} ms")
+        print(
+            f"{name:34} {count:6} candidates  p50 {statistics.median(times) * 1000:8.1f} ms"
+            f"  max {max(times) * 1000:8.1f} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """NUMA extension API against the real service: distance matrices, and
-``POST /allocation_candidates`` on the demo fleet (real machine shapes, ``placement_numa.cli.demo``).
+``POST /allocation_candidates`` on the demo fleet (real machine shapes,
+``placement_numa.cli.demo``).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from placement_numa.cli.demo import HostShape, demo_fleet, load_fleet, load_host, _cells
+from placement_numa.cli.demo import HostShape, _cells, demo_fleet, load_fleet, load_host
 from tests.conftest import PlacementAPI
 
 V = "1.39"
@@ -19,6 +20,7 @@ def sender(api: PlacementAPI) -> Any:
     def send(method: str, path: str, body: Any) -> tuple[int, Any]:
         response = api.request(method, path, json=body, version=V)
         return response.status_code, (response.json() if response.content else None)
+
     return send
 
 
@@ -32,6 +34,7 @@ def distances(*rows: list[int]) -> dict[str, dict[str, int]]:
 
 # --- distance matrices ----------------------------------------------------------------------
 
+
 def test_distances_lifecycle(api: PlacementAPI) -> None:
     host = two_cell_host(api)
     path = f"/resource_providers/{host['root']}/numa_distances"
@@ -40,7 +43,9 @@ def test_distances_lifecycle(api: PlacementAPI) -> None:
     assert missing.status_code == 404
     assert missing.json()["errors"][0]["code"] == "placement_numa.numa_distances.not_found"
 
-    created = api.put(path, json={"generation": None, "distances": distances([10, 21], [21, 10])}, version=V)
+    created = api.put(
+        path, json={"generation": None, "distances": distances([10, 21], [21, 10])}, version=V
+    )
     assert created.status_code == 200, created.text
     body = created.json()
     assert body["generation"] == 1
@@ -48,15 +53,26 @@ def test_distances_lifecycle(api: PlacementAPI) -> None:
     assert body["distances"] == {"0": {"0": 10, "1": 21}, "1": {"0": 21, "1": 10}}
     assert api.get(path, version=V).json() == body
 
-    stale = api.put(path, json={"generation": None, "distances": distances([10, 20], [20, 10])}, version=V)
+    stale = api.put(
+        path, json={"generation": None, "distances": distances([10, 20], [20, 10])}, version=V
+    )
     assert stale.status_code == 409
     assert stale.json()["errors"][0]["code"] == "placement.concurrent_update"
-    replaced = api.put(path, json={"generation": 1, "distances": distances([10, 20], [20, 10])}, version=V)
+    replaced = api.put(
+        path, json={"generation": 1, "distances": distances([10, 20], [20, 10])}, version=V
+    )
     assert replaced.status_code == 200 and replaced.json()["generation"] == 2
-    assert api.put(path, json={"generation": 1, "distances": distances([10, 20], [20, 10])},
-                   version=V).status_code == 409
+    assert (
+        api.put(
+            path, json={"generation": 1, "distances": distances([10, 20], [20, 10])}, version=V
+        ).status_code
+        == 409
+    )
     # the provider's own generation is untouched
-    assert api.get(f"/resource_providers/{host['root']}", version=V).json()["generation"] == root_generation
+    assert (
+        api.get(f"/resource_providers/{host['root']}", version=V).json()["generation"]
+        == root_generation
+    )
     assert api.delete(path + "?generation=1", version=V).status_code == 409
     assert api.delete(path, version=V).status_code == 204
     assert api.get(path, version=V).status_code == 404
@@ -69,16 +85,22 @@ INVALID = [
     pytest.param(distances([10, 255], [21, 10]), "outside 10..254", id="too-far"),
     pytest.param(distances([10, 9], [9, 10]), "outside 10..254", id="too-near"),
     pytest.param({"0": {"0": 10, "x": 21}, "1": {"0": 21, "1": 10}}, "integers >= 0", id="bad-key"),
-    pytest.param(distances([10, 21, 21], [21, 10, 21], [21, 21, 10]), "tree has cells [0, 1]",
-                 id="extra-cell"),
+    pytest.param(
+        distances([10, 21, 21], [21, 10, 21], [21, 21, 10]),
+        "tree has cells [0, 1]",
+        id="extra-cell",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("matrix", "words"), INVALID)
 def test_distances_validated_against_the_tree(api: PlacementAPI, matrix: Any, words: str) -> None:
     host = two_cell_host(api)
-    response = api.put(f"/resource_providers/{host['root']}/numa_distances",
-                       json={"generation": None, "distances": matrix}, version=V)
+    response = api.put(
+        f"/resource_providers/{host['root']}/numa_distances",
+        json={"generation": None, "distances": matrix},
+        version=V,
+    )
     assert response.status_code == 400, response.text
     error = response.json()["errors"][0]
     assert words in error["detail"]
@@ -89,18 +111,25 @@ def test_distances_validated_against_the_tree(api: PlacementAPI, matrix: Any, wo
 def test_distances_errors(api: PlacementAPI) -> None:
     host = two_cell_host(api)
     cell = host["cells"][0]
-    not_root = api.put(f"/resource_providers/{cell}/numa_distances",
-                       json={"generation": None, "distances": distances([10])}, version=V)
+    not_root = api.put(
+        f"/resource_providers/{cell}/numa_distances",
+        json={"generation": None, "distances": distances([10])},
+        version=V,
+    )
     assert not_root.status_code == 400 and "not a compute node" in not_root.text
     unknown = api.get(f"/resource_providers/{uuid.uuid4()}/numa_distances", version=V)
     assert unknown.status_code == 404
     assert unknown.json()["errors"][0]["code"] == "placement.resource_provider.not_found"
-    bad_body = api.put(f"/resource_providers/{host['root']}/numa_distances",
-                       json={"distances": distances([10, 21], [21, 10])}, version=V)
+    bad_body = api.put(
+        f"/resource_providers/{host['root']}/numa_distances",
+        json={"distances": distances([10, 21], [21, 10])},
+        version=V,
+    )
     assert bad_body.status_code == 400 and "generation" in bad_body.text
 
 
 # --- POST /allocation_candidates on the demo fleet --------------------------------------------
+
 
 def post(api: PlacementAPI, **body: Any) -> Any:
     response = api.post("/allocation_candidates", json=body, version=V)
@@ -116,16 +145,34 @@ def host_of(body: Any, names: dict[str, str], request: Any) -> str:
 def test_demo_fleet(api: PlacementAPI) -> None:
     """One load of the demo fleet (a few hundred API calls), then every ranking check on it."""
     fleet = load_fleet(sender(api), demo_fleet())
-    for check in (check_two_cell_flavor_gets_the_closest_cells_first, check_limit_and_closest_off,
-                  check_non_numa_flavor_only_on_hosts_not_reshaped, check_wide_flavor_needs_distribution,
-                  check_hugepage_flavor, check_query_form_and_errors):
+    for check in (
+        check_two_cell_flavor_gets_the_closest_cells_first,
+        check_limit_and_closest_off,
+        check_non_numa_flavor_only_on_hosts_not_reshaped,
+        check_wide_flavor_needs_distribution,
+        check_hugepage_flavor,
+        check_query_form_and_errors,
+    ):
         check(api, fleet)
 
 
-def check_two_cell_flavor_gets_the_closest_cells_first(api: PlacementAPI, fleet: dict[str, Any]) -> None:
+def check_two_cell_flavor_gets_the_closest_cells_first(
+    api: PlacementAPI, fleet: dict[str, Any]
+) -> None:
     names = {host["root"]: name for name, host in fleet.items()}
-    body = post(api, flavor={"vcpus": 8, "memory_mb": 8192, "root_gb": 10, "extra_specs": {
-        "hw:numa_nodes": "2", "hw:cpu_policy": "dedicated", "hw:mem_page_size": "small"}})
+    body = post(
+        api,
+        flavor={
+            "vcpus": 8,
+            "memory_mb": 8192,
+            "root_gb": 10,
+            "extra_specs": {
+                "hw:numa_nodes": "2",
+                "hw:cpu_policy": "dedicated",
+                "hw:mem_page_size": "small",
+            },
+        },
+    )
     requests = body["allocation_requests"]
     first: dict[str, Any] = {}
     for request in requests:
@@ -141,7 +188,9 @@ def check_two_cell_flavor_gets_the_closest_cells_first(api: PlacementAPI, fleet:
     assert first["amd-nps4-2"]["cells"] == [2, 3]  # cells 0 and 1 are partly used: better spread
     assert first["intel-2s-1"]["average_distance"] == 15.5
     # rank order: width, then distance, then spread
-    keys = [(r["numa"]["width"], r["numa"]["average_distance"], r["numa"]["spread"]) for r in requests]
+    keys = [
+        (r["numa"]["width"], r["numa"]["average_distance"], r["numa"]["spread"]) for r in requests
+    ]
     assert keys == sorted(keys)
     assert "group_policy=isolate" in requests[0]["numa"]["explain"]
     mapping = requests[0]["mappings"]
@@ -157,13 +206,16 @@ def check_limit_and_closest_off(api: PlacementAPI, fleet: dict[str, Any]) -> Non
     assert any(r["numa"]["average_distance"] != 10.5 for r in plain["allocation_requests"])
 
 
-def check_non_numa_flavor_only_on_hosts_not_reshaped(api: PlacementAPI, fleet: dict[str, Any]) -> None:
+def check_non_numa_flavor_only_on_hosts_not_reshaped(
+    api: PlacementAPI, fleet: dict[str, Any]
+) -> None:
     names = {host["root"]: name for name, host in fleet.items()}
     body = post(api, flavor={"vcpus": 2, "memory_mb": 2048})
     hosts = [host_of(body, names, r) for r in body["allocation_requests"]]
     assert sorted(hosts) == ["legacy-1", "legacy-non-numa"]
     assert body["allocation_requests"][0]["numa"]["explain"] == (
-        "resources=VCPU:2,MEMORY_MB:2048&required=!HW_NUMA_ROOT")
+        "resources=VCPU:2,MEMORY_MB:2048&required=!HW_NUMA_ROOT"
+    )
 
 
 def check_wide_flavor_needs_distribution(api: PlacementAPI, fleet: dict[str, Any]) -> None:
@@ -177,7 +229,9 @@ def check_wide_flavor_needs_distribution(api: PlacementAPI, fleet: dict[str, Any
     for request in body["allocation_requests"]:
         first.setdefault(host_of(body, names, request), request)
     assert first["intel-2s-1"]["numa"]["width"] == 2
-    pcpus = sorted(r["resources"].get("PCPU", 0) for r in first["intel-2s-1"]["allocations"].values())
+    pcpus = sorted(
+        r["resources"].get("PCPU", 0) for r in first["intel-2s-1"]["allocations"].values()
+    )
     assert pcpus[-2:] == [10, 10]
     assert first["amd-2s-nps4"]["numa"]["width"] == 3
     assert first["amd-2s-nps4"]["numa"]["cells"] in ([0, 1, 2], [0, 1, 3], [4, 5, 6])
@@ -188,34 +242,65 @@ def check_wide_flavor_needs_distribution(api: PlacementAPI, fleet: dict[str, Any
 
 def check_hugepage_flavor(api: PlacementAPI, fleet: dict[str, Any]) -> None:
     names = {host["root"]: name for name, host in fleet.items()}
-    body = post(api, flavor={"vcpus": 4, "memory_mb": 4096, "extra_specs": {
-        "hw:numa_nodes": "2", "hw:cpu_policy": "dedicated", "hw:mem_page_size": "1GB"}})
+    body = post(
+        api,
+        flavor={
+            "vcpus": 4,
+            "memory_mb": 4096,
+            "extra_specs": {
+                "hw:numa_nodes": "2",
+                "hw:cpu_policy": "dedicated",
+                "hw:mem_page_size": "1GB",
+            },
+        },
+    )
     hosts = {host_of(body, names, r) for r in body["allocation_requests"]}
     assert hosts == {"amd-2s-nps4"}
-    large = post(api, flavor={"vcpus": 2, "memory_mb": 2048, "extra_specs": {"hw:mem_page_size": "large"}},
-                 image={"hw_mem_page_size": "2MB"})
+    large = post(
+        api,
+        flavor={"vcpus": 2, "memory_mb": 2048, "extra_specs": {"hw:mem_page_size": "large"}},
+        image={"hw_mem_page_size": "2MB"},
+    )
     hosts = [host_of(large, names, r) for r in large["allocation_requests"]]
     assert set(hosts) == {"intel-2s-1", "intel-2s-2", "amd-nps4-1", "amd-nps4-2", "legacy-1"}
     # the host not reshaped (and not HW_NON_NUMA) is the spec's fallback, ranked after NUMA fits
     assert hosts[-1] == "legacy-1" and hosts.count("legacy-1") == 1
     assert large["allocation_requests"][-1]["numa"]["fallback"] is True
     assert large["allocation_requests"][-1]["numa"]["explain"] == (
-        "resources=VCPU:2,MEMORY_MB:2048&required=!HW_NON_NUMA,!HW_NUMA_ROOT")
+        "resources=VCPU:2,MEMORY_MB:2048&required=!HW_NON_NUMA,!HW_NUMA_ROOT"
+    )
 
 
 def check_query_form_and_errors(api: PlacementAPI, fleet: dict[str, Any]) -> None:
-    body = post(api, query={"resources_P": "PCPU:2", "required_P": "HW_NUMA_ROOT",
-                            "resources_M": "MEMORY_MB:1024", "required_M": "MEMORY_PAGE_SIZE_LARGE",
-                            "same_subtree": ["_P,_M"], "group_policy": "none"}, limit=5)
+    body = post(
+        api,
+        query={
+            "resources_P": "PCPU:2",
+            "required_P": "HW_NUMA_ROOT",
+            "resources_M": "MEMORY_MB:1024",
+            "required_M": "MEMORY_PAGE_SIZE_LARGE",
+            "same_subtree": ["_P,_M"],
+            "group_policy": "none",
+        },
+        limit=5,
+    )
     assert len(body["allocation_requests"]) == 5
     assert all(r["numa"]["width"] == 1 for r in body["allocation_requests"])
-    bad = api.post("/allocation_candidates", json={"flavor": {"vcpus": 4, "memory_mb": 4096,
-                   "extra_specs": {"hw:numa_nodes": "3"}}}, version=V)
+    bad = api.post(
+        "/allocation_candidates",
+        json={"flavor": {"vcpus": 4, "memory_mb": 4096, "extra_specs": {"hw:numa_nodes": "3"}}},
+        version=V,
+    )
     assert bad.status_code == 400
     error = bad.json()["errors"][0]
     assert error["code"] == "placement_numa.flavor.invalid" and "hw:numa_nodes" in error["detail"]
-    both = api.post("/allocation_candidates", json={"flavor": {"vcpus": 1, "memory_mb": 1},
-                    "query": {}}, version=V)
+    both = api.post(
+        "/allocation_candidates",
+        json={"flavor": {"vcpus": 1, "memory_mb": 1}, "query": {}},
+        version=V,
+    )
     assert both.status_code == 400
-    old = api.post("/allocation_candidates", json={"flavor": {"vcpus": 1, "memory_mb": 1}}, version="1.35")
+    old = api.post(
+        "/allocation_candidates", json={"flavor": {"vcpus": 1, "memory_mb": 1}}, version="1.35"
+    )
     assert old.status_code == 404

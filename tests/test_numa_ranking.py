@@ -17,7 +17,12 @@ import pytest
 
 from placement_numa.numa.cellset import CellSet
 from placement_numa.numa.distribute import split_evenly, widths_to_try
-from placement_numa.numa.page_sizes import PageSizeError, parse_page_size, provider_traits, step_size_mb
+from placement_numa.numa.page_sizes import (
+    PageSizeError,
+    parse_page_size,
+    provider_traits,
+    step_size_mb,
+)
 from placement_numa.numa.rank_distance import average_distance
 from placement_numa.numa.rank_spread import spread
 from placement_numa.numa.ranking import HostCells, rank_key, score
@@ -30,19 +35,30 @@ def dual_socket(remote: int = 21) -> dict[int, dict[int, int]]:
 def kep_four_cells() -> dict[int, dict[int, int]]:
     """KEP-3545's 4-cell table: pairs (0,1) and (2,3) at 11, the rest 12."""
     near = {(0, 1), (2, 3)}
-    return {a: {b: 10 if a == b else 11 if (min(a, b), max(a, b)) in near else 12 for b in range(4)}
-            for a in range(4)}
+    return {
+        a: {b: 10 if a == b else 11 if (min(a, b), max(a, b)) in near else 12 for b in range(4)}
+        for a in range(4)
+    }
 
 
 def kep_eight_cells() -> dict[int, dict[int, int]]:
     """KEP-3545's 8-cell table: two 4-cell blocks, 30 across."""
     four = kep_four_cells()
-    return {a: {b: four[a % 4][b % 4] if a // 4 == b // 4 else 30 for b in range(8)} for a in range(8)}
+    return {
+        a: {b: four[a % 4][b % 4] if a // 4 == b // 4 else 30 for b in range(8)} for a in range(8)
+    }
 
 
-@pytest.mark.parametrize(("mask", "expected"), [
-    ("1100", 10.5), ("1010", 11.0), ("1001", 11.0), ("0011", 10.5), ("0110", 11.0),
-])
+@pytest.mark.parametrize(
+    ("mask", "expected"),
+    [
+        ("1100", 10.5),
+        ("1010", 11.0),
+        ("1001", 11.0),
+        ("0011", 10.5),
+        ("0110", 11.0),
+    ],
+)
 def test_kep3545_four_cell_examples(mask: str, expected: float) -> None:
     assert average_distance(CellSet.from_mask(mask), kep_four_cells()) == expected
 
@@ -64,9 +80,16 @@ def test_missing_matrix_uses_kernel_defaults() -> None:
     assert average_distance(CellSet.of(0, 1), dual_socket()) == 15.5
 
 
-@pytest.mark.parametrize(("free", "expected"), [
-    ([8, 8], 0.0), ([4, 8], 2.0), ([0, 8, 8, 8], math.sqrt(12)), ([], 0.0), ([5], 0.0),
-])
+@pytest.mark.parametrize(
+    ("free", "expected"),
+    [
+        ([8, 8], 0.0),
+        ([4, 8], 2.0),
+        ([0, 8, 8, 8], math.sqrt(12)),
+        ([], 0.0),
+        ([5], 0.0),
+    ],
+)
 def test_kep2902_spread_is_population_stddev(free: list[int], expected: float) -> None:
     assert spread(free) == pytest.approx(expected)
 
@@ -80,12 +103,16 @@ def test_spread_prefers_the_emptier_cell() -> None:
 
 def test_rank_tie_breaks_in_order() -> None:
     host = HostCells({i: 8 for i in range(4)}, kep_four_cells())
-    keys = {cells: rank_key(score(host, {c: 2 for c in cells}))
-            for cells in [(0,), (3,), (0, 1), (2, 3), (0, 2), (1, 3)]}
+    keys = {
+        cells: rank_key(score(host, {c: 2 for c in cells}))
+        for cells in [(0,), (3,), (0, 1), (2, 3), (0, 2), (1, 3)]
+    }
     ordered = sorted(keys, key=keys.__getitem__)
     assert ordered == [(0,), (3,), (0, 1), (2, 3), (0, 2), (1, 3)]
     # without prefer_closest the distance is ignored: (0, 2) beats (2, 3) on lower ids
-    plain = {c: rank_key(score(host, {i: 2 for i in c}), prefer_closest=False) for c in [(0, 2), (2, 3)]}
+    plain = {
+        c: rank_key(score(host, {i: 2 for i in c}), prefer_closest=False) for c in [(0, 2), (2, 3)]
+    }
     assert plain[(0, 2)] < plain[(2, 3)]
 
 
@@ -99,11 +126,19 @@ def test_cellset() -> None:
 
 
 # KEP-2902 distribution steps: (CPUs, cells) -> amounts with the remainder striped
-@pytest.mark.parametrize(("total", "parts", "unit", "expected"), [
-    (8, 1, 1, [8]), (8, 2, 1, [4, 4]), (9, 2, 1, [5, 4]), (10, 3, 1, [4, 3, 3]),
-    (11, 4, 1, [3, 3, 3, 2]), (20, 3, 1, [7, 7, 6]), (4096, 3, 2, [1366, 1366, 1364]),
-    (3072, 2, 1024, [2048, 1024]),
-])
+@pytest.mark.parametrize(
+    ("total", "parts", "unit", "expected"),
+    [
+        (8, 1, 1, [8]),
+        (8, 2, 1, [4, 4]),
+        (9, 2, 1, [5, 4]),
+        (10, 3, 1, [4, 3, 3]),
+        (11, 4, 1, [3, 3, 3, 2]),
+        (20, 3, 1, [7, 7, 6]),
+        (4096, 3, 2, [1366, 1366, 1364]),
+        (3072, 2, 1024, [2048, 1024]),
+    ],
+)
 def test_kep2902_split_steps(total: int, parts: int, unit: int, expected: list[int]) -> None:
     assert split_evenly(total, parts, unit) == expected
     assert sum(expected) == total
@@ -114,16 +149,19 @@ def test_kep2902_widths() -> None:
     assert widths_to_try(2, 8) == [1, 2]
 
 
-@pytest.mark.parametrize(("text", "kind", "size_kb", "traits"), [
-    ("small", "small", None, {"MEMORY_PAGE_SIZE_SMALL"}),
-    ("large", "large", None, {"MEMORY_PAGE_SIZE_LARGE"}),
-    ("any", "any", None, set()),
-    ("2048", "size", 2048, {"CUSTOM_MEMORY_PAGE_SIZE_2048"}),
-    ("2MB", "size", 2048, {"CUSTOM_MEMORY_PAGE_SIZE_2048"}),
-    ("2MiB", "size", 2048, {"CUSTOM_MEMORY_PAGE_SIZE_2048"}),
-    ("1GB", "size", 1048576, {"CUSTOM_MEMORY_PAGE_SIZE_1048576"}),
-    ("4KB", "size", 4, {"CUSTOM_MEMORY_PAGE_SIZE_4"}),
-])
+@pytest.mark.parametrize(
+    ("text", "kind", "size_kb", "traits"),
+    [
+        ("small", "small", None, {"MEMORY_PAGE_SIZE_SMALL"}),
+        ("large", "large", None, {"MEMORY_PAGE_SIZE_LARGE"}),
+        ("any", "any", None, set()),
+        ("2048", "size", 2048, {"CUSTOM_MEMORY_PAGE_SIZE_2048"}),
+        ("2MB", "size", 2048, {"CUSTOM_MEMORY_PAGE_SIZE_2048"}),
+        ("2MiB", "size", 2048, {"CUSTOM_MEMORY_PAGE_SIZE_2048"}),
+        ("1GB", "size", 1048576, {"CUSTOM_MEMORY_PAGE_SIZE_1048576"}),
+        ("4KB", "size", 4, {"CUSTOM_MEMORY_PAGE_SIZE_4"}),
+    ],
+)
 def test_page_sizes(text: str, kind: str, size_kb: int | None, traits: set[str]) -> None:
     parsed = parse_page_size(text)
     assert (parsed.kind, parsed.size_kb, set(parsed.required_traits())) == (kind, size_kb, traits)

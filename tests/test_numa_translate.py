@@ -46,24 +46,49 @@ SPEC_EXAMPLES = [
     pytest.param(8, 8192, {"hw:numa_nodes": "2"}, SPEC_8_CPU_2_NODES, id="numa_nodes=2"),
     pytest.param(8, 8192, {"hw:numa_nodes": "1"}, SPEC_8_CPU_1_NODE, id="numa_nodes=1"),
     pytest.param(
-        8, 8192,
+        8,
+        8192,
         {"hw:numa_nodes": "2", "hw:numa_cpus.0": "0,1", "hw:numa_cpus.1": "2,3,4,5,6,7"},
-        SPEC_UNEVEN_CPUS, id="numa_cpus",
+        SPEC_UNEVEN_CPUS,
+        id="numa_cpus",
     ),
     pytest.param(
-        8, 8192,
-        {"hw:numa_nodes": "2", "hw:numa_cpus.0": "0,1", "hw:numa_mem.0": "1024",
-         "hw:numa_cpus.1": "2,3,4,5,6,7", "hw:numa_mem.1": "7168"},
-        SPEC_UNEVEN_CPUS_AND_MEM, id="numa_cpus+numa_mem",
+        8,
+        8192,
+        {
+            "hw:numa_nodes": "2",
+            "hw:numa_cpus.0": "0,1",
+            "hw:numa_mem.0": "1024",
+            "hw:numa_cpus.1": "2,3,4,5,6,7",
+            "hw:numa_mem.1": "7168",
+        },
+        SPEC_UNEVEN_CPUS_AND_MEM,
+        id="numa_cpus+numa_mem",
     ),
-    pytest.param(2, 4096, {"hw:mem_page_size": "2MB", "hw:numa_nodes": "2"},
-                 _pages("CUSTOM_MEMORY_PAGE_SIZE_2048"), id="page_size=2MB"),
-    pytest.param(2, 4096, {"hw:mem_page_size": "large", "hw:numa_nodes": "2"},
-                 _pages("MEMORY_PAGE_SIZE_LARGE"), id="page_size=large"),
-    pytest.param(2, 4096, {"hw:mem_page_size": "small", "hw:numa_nodes": "2"},
-                 _pages("MEMORY_PAGE_SIZE_SMALL"), id="page_size=small"),
-    pytest.param(2, 4096, {"hw:mem_page_size": "any", "hw:numa_nodes": "2"},
-                 _pages(None), id="page_size=any"),
+    pytest.param(
+        2,
+        4096,
+        {"hw:mem_page_size": "2MB", "hw:numa_nodes": "2"},
+        _pages("CUSTOM_MEMORY_PAGE_SIZE_2048"),
+        id="page_size=2MB",
+    ),
+    pytest.param(
+        2,
+        4096,
+        {"hw:mem_page_size": "large", "hw:numa_nodes": "2"},
+        _pages("MEMORY_PAGE_SIZE_LARGE"),
+        id="page_size=large",
+    ),
+    pytest.param(
+        2,
+        4096,
+        {"hw:mem_page_size": "small", "hw:numa_nodes": "2"},
+        _pages("MEMORY_PAGE_SIZE_SMALL"),
+        id="page_size=small",
+    ),
+    pytest.param(
+        2, 4096, {"hw:mem_page_size": "any", "hw:numa_nodes": "2"}, _pages(None), id="page_size=any"
+    ),
 ]
 
 
@@ -102,18 +127,42 @@ def test_search_query_folds_anchors_under_isolate() -> None:
 
 CPU_CASES = [
     pytest.param({"hw:cpu_policy": "dedicated"}, "resources_PROC1=PCPU:4", None, id="dedicated"),
-    pytest.param({"hw:cpu_policy": "shared", "hw:numa_nodes": "1"}, "resources_PROC1=VCPU:4", None,
-                 id="shared"),
-    pytest.param({"hw:cpu_policy": "mixed", "hw:cpu_dedicated_mask": "^0"},
-                 "resources_PROC1=VCPU:1,PCPU:3", None, id="mixed-mask-exclusion"),
-    pytest.param({"hw:cpu_policy": "mixed", "hw:cpu_dedicated_mask": "2-3"},
-                 "resources_PROC1=VCPU:2,PCPU:2", None, id="mixed-mask-range"),
-    pytest.param({"hw:cpu_policy": "dedicated", "hw:emulator_threads_policy": "isolate"},
-                 "resources_PROC1=PCPU:5", None, id="emulator-isolate"),
-    pytest.param({"hw:cpu_policy": "dedicated", "hw:cpu_thread_policy": "isolate"},
-                 "resources_PROC1=PCPU:4", "root_required=!HW_CPU_HYPERTHREADING", id="threads-isolate"),
-    pytest.param({"hw:cpu_policy": "dedicated", "hw:cpu_thread_policy": "require"},
-                 "resources_PROC1=PCPU:4", "root_required=HW_CPU_HYPERTHREADING", id="threads-require"),
+    pytest.param(
+        {"hw:cpu_policy": "shared", "hw:numa_nodes": "1"},
+        "resources_PROC1=VCPU:4",
+        None,
+        id="shared",
+    ),
+    pytest.param(
+        {"hw:cpu_policy": "mixed", "hw:cpu_dedicated_mask": "^0"},
+        "resources_PROC1=VCPU:1,PCPU:3",
+        None,
+        id="mixed-mask-exclusion",
+    ),
+    pytest.param(
+        {"hw:cpu_policy": "mixed", "hw:cpu_dedicated_mask": "2-3"},
+        "resources_PROC1=VCPU:2,PCPU:2",
+        None,
+        id="mixed-mask-range",
+    ),
+    pytest.param(
+        {"hw:cpu_policy": "dedicated", "hw:emulator_threads_policy": "isolate"},
+        "resources_PROC1=PCPU:5",
+        None,
+        id="emulator-isolate",
+    ),
+    pytest.param(
+        {"hw:cpu_policy": "dedicated", "hw:cpu_thread_policy": "isolate"},
+        "resources_PROC1=PCPU:4",
+        "root_required=!HW_CPU_HYPERTHREADING",
+        id="threads-isolate",
+    ),
+    pytest.param(
+        {"hw:cpu_policy": "dedicated", "hw:cpu_thread_policy": "require"},
+        "resources_PROC1=PCPU:4",
+        "root_required=HW_CPU_HYPERTHREADING",
+        id="threads-require",
+    ),
 ]
 
 
@@ -130,20 +179,40 @@ def test_cpu_policies(specs: dict[str, str], proc: str, root: str | None) -> Non
 
 
 def test_mixed_policy_splits_per_cell() -> None:
-    numa = translate(Flavor(vcpus=4, memory_mb=4096, extra_specs={
-        "hw:numa_nodes": "2", "hw:cpu_policy": "mixed", "hw:cpu_dedicated_mask": "1,3"}))
+    numa = translate(
+        Flavor(
+            vcpus=4,
+            memory_mb=4096,
+            extra_specs={
+                "hw:numa_nodes": "2",
+                "hw:cpu_policy": "mixed",
+                "hw:cpu_dedicated_mask": "1,3",
+            },
+        )
+    )
     got = canon(to_query_string(numa.query))
     assert got["resources_PROC1"] == {"VCPU": 1, "PCPU": 1}
     assert got["resources_PROC2"] == {"VCPU": 1, "PCPU": 1}
 
 
 def test_disk_and_granular_extra_specs() -> None:
-    numa = translate(Flavor(vcpus=2, memory_mb=2048, root_gb=20, ephemeral_gb=5, swap=1536,
-                            extra_specs={"hw:numa_nodes": "1", "resources:CUSTOM_LICENSE": "1",
-                                         "trait:HW_CPU_X86_AVX2": "required",
-                                         "trait:CUSTOM_SLOW": "forbidden",
-                                         "resources1:SRIOV_NET_VF": "1",
-                                         "trait1:CUSTOM_PHYSNET_A": "required"}))
+    numa = translate(
+        Flavor(
+            vcpus=2,
+            memory_mb=2048,
+            root_gb=20,
+            ephemeral_gb=5,
+            swap=1536,
+            extra_specs={
+                "hw:numa_nodes": "1",
+                "resources:CUSTOM_LICENSE": "1",
+                "trait:HW_CPU_X86_AVX2": "required",
+                "trait:CUSTOM_SLOW": "forbidden",
+                "resources1:SRIOV_NET_VF": "1",
+                "trait1:CUSTOM_PHYSNET_A": "required",
+            },
+        )
+    )
     got = canon(to_query_string(numa.query))
     assert got["resources"] == {"DISK_GB": 27, "CUSTOM_LICENSE": 1}
     assert got["required"] == {"HW_CPU_X86_AVX2", "!CUSTOM_SLOW"}
@@ -154,8 +223,17 @@ def test_disk_and_granular_extra_specs() -> None:
 
 
 def test_flavor_group_policy_isolate_folds_the_anchor() -> None:
-    numa = translate(Flavor(vcpus=4, memory_mb=4096, extra_specs={
-        "hw:numa_nodes": "2", "group_policy": "isolate", "resources1:SRIOV_NET_VF": "1"}))
+    numa = translate(
+        Flavor(
+            vcpus=4,
+            memory_mb=4096,
+            extra_specs={
+                "hw:numa_nodes": "2",
+                "group_policy": "isolate",
+                "resources1:SRIOV_NET_VF": "1",
+            },
+        )
+    )
     got = canon(to_query_string(numa.query))
     assert got["group_policy"] == "isolate" and "required_NUMA1" not in got
     assert got["required_PROC1"] == {"HW_NUMA_ROOT"}
@@ -168,15 +246,20 @@ def test_non_numa_resource_overrides() -> None:
 
 def test_image_properties() -> None:
     image = ImageProperties({"hw_numa_nodes": "2", "hw_mem_page_size": "1GB"})
-    numa = translate(Flavor(vcpus=4, memory_mb=4096, extra_specs={"hw:mem_page_size": "large"}), image)
+    numa = translate(
+        Flavor(vcpus=4, memory_mb=4096, extra_specs={"hw:mem_page_size": "large"}), image
+    )
     got = canon(to_query_string(numa.query))
     assert got["required_MEM1"] == {"CUSTOM_MEMORY_PAGE_SIZE_1048576"}
     assert got["resources_MEM2"] == {"MEMORY_MB": 2048}
 
 
 def test_distribution_widens_a_flavor_without_fixed_cell_count() -> None:
-    numa = translate(Flavor(vcpus=7, memory_mb=3072, extra_specs={"hw:cpu_policy": "dedicated"}),
-                     cell_count=2)
+    numa = translate(
+        Flavor(vcpus=7, memory_mb=3072, extra_specs={"hw:cpu_policy": "dedicated"}), cell_count=2
+    )
     got = canon(to_query_string(numa.query))
     assert got["resources_PROC1"] == {"PCPU": 4} and got["resources_PROC2"] == {"PCPU": 3}
-    assert got["resources_MEM1"] == {"MEMORY_MB": 1536} and got["resources_MEM2"] == {"MEMORY_MB": 1536}
+    assert got["resources_MEM1"] == {"MEMORY_MB": 1536} and got["resources_MEM2"] == {
+        "MEMORY_MB": 1536
+    }

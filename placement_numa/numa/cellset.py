@@ -35,6 +35,7 @@ class CellSet:
 
     @classmethod
     def from_iterable(cls, ids: Iterable[int]) -> CellSet:
+        """``CellSet.from_iterable([1, 0])`` -> ``{0,1}``."""
         return cls(tuple(ids))
 
     @classmethod
@@ -57,6 +58,7 @@ class CellSet:
         return self.ids
 
     def union(self, other: CellSet) -> CellSet:
+        """Cells in either set."""
         return CellSet(self.ids + other.ids)
 
     def __contains__(self, cell: object) -> bool:

@@ -50,13 +50,17 @@ def _cell_key(value: object, where: str) -> int:
     return int(text)
 
 
-def validate_matrix(raw: Mapping[object, Mapping[object, object]], cell_ids: Iterable[int]) -> dict[int, dict[int, int]]:
+def validate_matrix(
+    raw: Mapping[object, Mapping[object, object]], cell_ids: Iterable[int]
+) -> dict[int, dict[int, int]]:
     """Check ``raw`` (keys may be strings, as in JSON) against the tree's ``cell_ids`` and
     return it with integer keys. Raises ``InvalidDistances`` (400) naming the row/cell at fault.
     """
     expected = sorted(set(cell_ids))
     if not expected:
-        raise InvalidDistances("the provider tree has no NUMA cell (HW_NUMA_ROOT child named <host>_NUMA<id>)")
+        raise InvalidDistances(
+            "the provider tree has no NUMA cell (HW_NUMA_ROOT child named <host>_NUMA<id>)"
+        )
     matrix: dict[int, dict[int, int]] = {}
     for row_key, row in raw.items():
         a = _cell_key(row_key, f"row '{row_key}'")

@@ -95,10 +95,8 @@ class NumaRanker:
         free = {ids[members[k]]: f for k, f in zip(positions, frees, strict=True)}
         host = HostCells(free, self.index.distances.get(uuids[root]))
         known = self._classes.setdefault(tuple(sorted(free.items())), [])
-        for matrix, number in known:
-            if matrix == host.distances:
-                break
-        else:
+        number = next((n for matrix, n in known if matrix == host.distances), -1)
+        if number < 0:
             number = self._class_count
             self._class_count += 1
             known.append((host.distances, number))
@@ -212,4 +210,5 @@ class NumaRanker:
         return result
 
     def as_hook(self) -> Callable[[Candidate, FleetSnapshot], tuple[object, ...]]:
+        """``rank`` as a plain ``engine.RankFn``."""
         return self.rank

@@ -48,6 +48,7 @@ class Flavor:
         return self.root_gb + self.ephemeral_gb + (self.swap + 1023) // 1024
 
     def spec(self, key: str) -> str | None:
+        """The extra spec ``key`` (``None`` when absent)."""
         return self.extra_specs.get(key)
 
 
@@ -62,4 +63,5 @@ class ImageProperties:
         object.__setattr__(self, "properties", _text_mapping(self.properties))
 
     def prop(self, key: str) -> str | None:
+        """The image property ``key`` (``None`` when absent)."""
         return self.properties.get(key)

@@ -28,11 +28,15 @@ def group_params(group: RequestGroup) -> list[tuple[str, str]]:
     suffix = group.suffix or ""
     params: list[tuple[str, str]] = []
     if group.resources:
-        params.append((f"resources{suffix}", ",".join(f"{rc}:{n}" for rc, n in group.resources.items())))
+        params.append(
+            (f"resources{suffix}", ",".join(f"{rc}:{n}" for rc, n in group.resources.items()))
+        )
     params.extend((f"required{suffix}", value) for value in _required(group))
     for aggregates in group.member_of:
         ordered = sorted(aggregates)
-        params.append((f"member_of{suffix}", ordered[0] if len(ordered) == 1 else "in:" + ",".join(ordered)))
+        params.append(
+            (f"member_of{suffix}", ordered[0] if len(ordered) == 1 else "in:" + ",".join(ordered))
+        )
     if group.forbidden_aggregates:
         params.append((f"member_of{suffix}", "!in:" + ",".join(sorted(group.forbidden_aggregates))))
     if group.in_tree:
@@ -50,7 +54,9 @@ def to_query_string(query: CandidateQuery) -> str:
         params.extend(group_params(group))
     order = {g.suffix: i for i, g in enumerate(query.groups)}
     for subtree in query.same_subtree:
-        params.append(("same_subtree", ",".join(sorted(subtree, key=lambda s: order.get(s, 1 << 30)))))
+        params.append(
+            ("same_subtree", ",".join(sorted(subtree, key=lambda s: order.get(s, 1 << 30))))
+        )
     if query.group_policy:
         params.append(("group_policy", query.group_policy))
     root = sorted(query.root_required) + [f"!{t}" for t in sorted(query.root_forbidden)]

@@ -55,7 +55,9 @@ def score(host: HostCells, used_cpus: Mapping[int, int]) -> NumaScore:
     free_after: Sequence[int] = [
         free - used_cpus.get(cell, 0) for cell, free in sorted(host.free_cpus.items())
     ]
-    return NumaScore(cells, width(cells), average_distance(cells, host.distances), spread(free_after))
+    return NumaScore(
+        cells, width(cells), average_distance(cells, host.distances), spread(free_after)
+    )
 
 
 def rank_key(numa: NumaScore, *, prefer_closest: bool = True) -> tuple[object, ...]:

@@ -77,7 +77,9 @@ def _parse(spec: SpecValue) -> PageSizeRequest:
         raise InvalidFlavor([spec.key], str(exc)) from None
 
 
-def page_size(flavor: Flavor, image: ImageProperties | None) -> tuple[PageSizeRequest | None, str | None]:
+def page_size(
+    flavor: Flavor, image: ImageProperties | None
+) -> tuple[PageSizeRequest | None, str | None]:
     """The effective page-size request and the key that set it, or ``(None, None)``."""
     from_flavor, from_image = flavor_and_image(flavor, image, "mem_page_size")
     if from_image and not from_flavor:
@@ -99,14 +101,21 @@ def page_size(flavor: Flavor, image: ImageProperties | None) -> tuple[PageSizeRe
 
 
 def cpu_policy(flavor: Flavor, image: ImageProperties | None) -> tuple[str | None, str | None]:
-    """The effective CPU policy (``shared``/``dedicated``/``mixed``) and its key, or ``(None, None)``."""
+    """The effective CPU policy (``shared``/``dedicated``/``mixed``) and its key, or
+    ``(None, None)``."""
     from_flavor, from_image = flavor_and_image(flavor, image, "cpu_policy")
     for spec in (from_flavor, from_image):
         if spec is not None and spec.value not in CPU_POLICIES:
-            raise InvalidFlavor([spec.key], f"'{spec.value}' is not one of {', '.join(CPU_POLICIES)}")
+            raise InvalidFlavor(
+                [spec.key], f"'{spec.value}' is not one of {', '.join(CPU_POLICIES)}"
+            )
     if from_flavor is not None:
         if from_image is not None:
-            allowed = {"dedicated": CPU_POLICIES, "mixed": ("shared", "mixed"), "shared": ("shared",)}
+            allowed = {
+                "dedicated": CPU_POLICIES,
+                "mixed": ("shared", "mixed"),
+                "shared": ("shared",),
+            }
             if from_image.value not in allowed[from_flavor.value]:
                 raise InvalidFlavor(
                     [from_flavor.key, from_image.key],

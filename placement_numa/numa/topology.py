@@ -40,6 +40,7 @@ class GuestCell:
 
     @property
     def cpu_count(self) -> int:
+        """CPUs of the cell (``VCPU`` + ``PCPU``)."""
         return self.vcpu + self.pcpu
 
 

@@ -87,6 +87,7 @@ class NumaQuery:
 
     @property
     def search_query(self) -> CandidateQuery:
+        """The query the service runs (``search``, else ``query``)."""
         return self.search if self.search is not None else self.query
 
     @property
@@ -95,7 +96,9 @@ class NumaQuery:
         return to_query_string(self.search_query)
 
 
-def _extra_groups(flavor: Flavor, skip_placed: bool) -> tuple[dict[str, int], set[str], set[str], list[RequestGroup]]:
+def _extra_groups(
+    flavor: Flavor, skip_placed: bool
+) -> tuple[dict[str, int], set[str], set[str], list[RequestGroup]]:
     """Unsuffixed resources/required/forbidden from ``resources:``/``trait:`` specs, and the
     numbered groups."""
     unsuffixed: dict[str, int] = {}
@@ -115,12 +118,14 @@ def _extra_groups(flavor: Flavor, skip_placed: bool) -> tuple[dict[str, int], se
             required |= req
             forbidden |= forb
         else:
-            numbered.append(RequestGroup(
-                suffix=suffix,
-                resources={rc: n for rc, n in resources.items() if n > 0},
-                required_traits=req,
-                forbidden_traits=forb,
-            ))
+            numbered.append(
+                RequestGroup(
+                    suffix=suffix,
+                    resources={rc: n for rc, n in resources.items() if n > 0},
+                    required_traits=req,
+                    forbidden_traits=forb,
+                )
+            )
     return unsuffixed, required, forbidden, numbered
 
 
@@ -166,7 +171,9 @@ def _flat_query(
             ),
             *numbered,
         ),
-        group_policy=policy if policy in ("none", "isolate") else ("none" if len(numbered) > 1 else None),  # type: ignore[arg-type]
+        group_policy=policy
+        if policy in ("none", "isolate")
+        else ("none" if len(numbered) > 1 else None),  # type: ignore[arg-type]
         root_required=root_required,
         root_forbidden=root_forbidden,
     )
@@ -194,9 +201,14 @@ def translate(
     else:
         search, search_cells, filter_anchors = query, cells, len(cells) > 1
     fallback = _flat_query(flavor, topology, frozenset({HW_NON_NUMA, HW_NUMA_ROOT}))
-    classes = tuple(rc for rc in ("VCPU", "PCPU") if any(
-        (c.vcpu if rc == "VCPU" else c.pcpu) for c in topology.cells))
-    return NumaQuery(query, cells, fallback, topology, classes, search, search_cells, filter_anchors)
+    classes = tuple(
+        rc
+        for rc in ("VCPU", "PCPU")
+        if any((c.vcpu if rc == "VCPU" else c.pcpu) for c in topology.cells)
+    )
+    return NumaQuery(
+        query, cells, fallback, topology, classes, search, search_cells, filter_anchors
+    )
 
 
 def _numa_query(
@@ -209,10 +221,14 @@ def _numa_query(
     disk = {"DISK_GB": flavor.disk_gb} if flavor.disk_gb else {}
     unsuffixed = {**disk, **{rc: n for rc, n in extra.items() if n > 0}}
     if unsuffixed or required or forbidden:
-        groups.append(RequestGroup(
-            suffix=None, resources=unsuffixed,
-            required_traits=frozenset(required), forbidden_traits=frozenset(forbidden),
-        ))
+        groups.append(
+            RequestGroup(
+                suffix=None,
+                resources=unsuffixed,
+                required_traits=frozenset(required),
+                forbidden_traits=frozenset(forbidden),
+            )
+        )
     cells: list[CellGroups] = []
     subtrees: list[frozenset[str]] = []
     page_traits = topology.page_size.required_traits()
@@ -224,11 +240,15 @@ def _numa_query(
             cpu["VCPU"] = cell.vcpu
         if cell.pcpu:
             cpu["PCPU"] = cell.pcpu
-        groups.append(RequestGroup(suffix=mem, resources={"MEMORY_MB": cell.memory_mb},
-                                   required_traits=page_traits))
+        groups.append(
+            RequestGroup(
+                suffix=mem, resources={"MEMORY_MB": cell.memory_mb}, required_traits=page_traits
+            )
+        )
         if fold:
-            groups.append(RequestGroup(suffix=proc, resources=cpu,
-                                       required_traits=frozenset({HW_NUMA_ROOT})))
+            groups.append(
+                RequestGroup(suffix=proc, resources=cpu, required_traits=frozenset({HW_NUMA_ROOT}))
+            )
             cells.append(CellGroups(cell.index, proc, proc, mem))
             subtrees.append(frozenset({mem, proc}))
         else:

@@ -88,7 +88,8 @@ def check_cell_keys_within_nodes(flavor: Flavor, image: ImageProperties | None) 
 
 
 def check_cell_lists_complete(flavor: Flavor, image: ImageProperties | None) -> None:
-    """A CPU or memory list, once given, covers every guest cell (``ImageNUMATopologyIncomplete``)."""
+    """A CPU or memory list, once given, covers every guest cell
+    (``ImageNUMATopologyIncomplete``)."""
     nodes, _ = resolve.numa_nodes(flavor, image)
     if nodes is None:
         return
@@ -99,11 +100,14 @@ def check_cell_lists_complete(flavor: Flavor, image: ImageProperties | None) -> 
             missing = [f"{prefix}.{n}" for n in range(nodes) if n not in cells]
             if missing:
                 raise InvalidFlavor(
-                    missing, f"CPU and memory allocation must be provided for all {nodes} NUMA cells"
+                    missing,
+                    f"CPU and memory allocation must be provided for all {nodes} NUMA cells",
                 )
 
 
-def _cell_cpus(flavor: Flavor, image: ImageProperties | None) -> dict[int, tuple[str, frozenset[int]]]:
+def _cell_cpus(
+    flavor: Flavor, image: ImageProperties | None
+) -> dict[int, tuple[str, frozenset[int]]]:
     result: dict[int, tuple[str, frozenset[int]]] = {}
     for cell, spec in sorted(effective_cells(flavor, image, "cpus").items()):
         try:
@@ -234,17 +238,23 @@ def check_dedicated_mask(flavor: Flavor, image: ImageProperties | None) -> None:
     policy, policy_key = resolve.cpu_policy(flavor, image)
     mask = dedicated_mask(flavor)
     if policy == "mixed" and mask is None:
-        raise InvalidFlavor([policy_key or "hw:cpu_policy", "hw:cpu_dedicated_mask"],
-                            "hw:cpu_policy=mixed needs hw:cpu_dedicated_mask")
+        raise InvalidFlavor(
+            [policy_key or "hw:cpu_policy", "hw:cpu_dedicated_mask"],
+            "hw:cpu_policy=mixed needs hw:cpu_dedicated_mask",
+        )
     if mask is None:
         return
     if policy != "mixed":
-        raise InvalidFlavor(["hw:cpu_dedicated_mask"] + ([policy_key] if policy_key else []),
-                            "hw:cpu_dedicated_mask needs hw:cpu_policy=mixed")
+        raise InvalidFlavor(
+            ["hw:cpu_dedicated_mask"] + ([policy_key] if policy_key else []),
+            "hw:cpu_dedicated_mask needs hw:cpu_policy=mixed",
+        )
     beyond = sorted(cpu for cpu in mask if cpu >= flavor.vcpus)
     if beyond:
-        raise InvalidFlavor(["hw:cpu_dedicated_mask"],
-                            f"CPU number {beyond[0]} is larger than max {flavor.vcpus - 1}")
+        raise InvalidFlavor(
+            ["hw:cpu_dedicated_mask"],
+            f"CPU number {beyond[0]} is larger than max {flavor.vcpus - 1}",
+        )
     if not mask:
         raise InvalidFlavor(["hw:cpu_dedicated_mask"], "no dedicated CPU left")
     if len(mask) == flavor.vcpus:
@@ -259,12 +269,16 @@ def check_granular_specs(flavor: Flavor, image: ImageProperties | None) -> None:
             if not _valid_name(name):
                 raise InvalidFlavor([value.key], f"'{name}' is not a resource class name")
             if not value.value.isdigit():
-                raise InvalidFlavor([value.key], f"amount must be an integer >= 0, got '{value.value}'")
+                raise InvalidFlavor(
+                    [value.key], f"amount must be an integer >= 0, got '{value.value}'"
+                )
         for name, value in spec.traits.items():
             if not _valid_name(name):
                 raise InvalidFlavor([value.key], f"'{name}' is not a trait name")
             if value.value not in ("required", "forbidden"):
-                raise InvalidFlavor([value.key], f"must be 'required' or 'forbidden', got '{value.value}'")
+                raise InvalidFlavor(
+                    [value.key], f"must be 'required' or 'forbidden', got '{value.value}'"
+                )
     group_policy = flavor.spec("group_policy")
     if group_policy is not None and group_policy not in ("none", "isolate"):
         raise InvalidFlavor(["group_policy"], f"must be 'none' or 'isolate', got '{group_policy}'")
@@ -273,7 +287,9 @@ def check_granular_specs(flavor: Flavor, image: ImageProperties | None) -> None:
 def _valid_name(name: str) -> bool:
     import re
 
-    return bool(re.match(_NAME_RE, name)) and (not name.startswith("CUSTOM_") or bool(CUSTOM_NAME_RE.match(name)))
+    return bool(re.match(_NAME_RE, name)) and (
+        not name.startswith("CUSTOM_") or bool(CUSTOM_NAME_RE.match(name))
+    )
 
 
 def check_cpu_resources(flavor: Flavor, image: ImageProperties | None) -> None:
@@ -287,12 +303,18 @@ def check_cpu_resources(flavor: Flavor, image: ImageProperties | None) -> None:
     policy, policy_key = resolve.cpu_policy(flavor, image)
     keys = [policy_key] if policy_key else []
     if policy == "shared" and "PCPU" in explicit:
-        raise InvalidFlavor([explicit["PCPU"].key] + keys, "PCPU conflicts with a shared CPU policy")
+        raise InvalidFlavor(
+            [explicit["PCPU"].key] + keys, "PCPU conflicts with a shared CPU policy"
+        )
     if policy == "dedicated" and "VCPU" in explicit and explicit["VCPU"].value != "0":
-        raise InvalidFlavor([explicit["VCPU"].key] + keys, "VCPU conflicts with a dedicated CPU policy")
+        raise InvalidFlavor(
+            [explicit["VCPU"].key] + keys, "VCPU conflicts with a dedicated CPU policy"
+        )
     if policy is not None and "VCPU" in explicit and "PCPU" in explicit:
-        raise InvalidFlavor([explicit["VCPU"].key, explicit["PCPU"].key] + keys,
-                            "explicit VCPU and PCPU conflict with hw:cpu_policy")
+        raise InvalidFlavor(
+            [explicit["VCPU"].key, explicit["PCPU"].key] + keys,
+            "explicit VCPU and PCPU conflict with hw:cpu_policy",
+        )
     if is_numa_flavor(flavor, image):
         placed = sorted(
             value.key
@@ -301,8 +323,11 @@ def check_cpu_resources(flavor: Flavor, image: ImageProperties | None) -> None:
             if name in (*CPU_CLASSES, "MEMORY_MB")
         )
         if placed:
-            raise InvalidFlavor(placed, "a NUMA flavor's CPUs and memory are placed per NUMA cell;"
-                                        " drop the explicit resources")
+            raise InvalidFlavor(
+                placed,
+                "a NUMA flavor's CPUs and memory are placed per NUMA cell;"
+                " drop the explicit resources",
+            )
 
 
 CHECKS: tuple[Check, ...] = (

@@ -36,7 +36,13 @@ from placement_numa.numa.query_string import to_query_string
 from placement_numa.numa.ranking import NumaScore, rank_key
 from placement_numa.numa.translate import NumaQuery, translate
 
-__all__ = ["NumaOptions", "RankedCandidate", "flavor_candidates", "query_candidates", "MAX_DISTRIBUTE_CELLS"]
+__all__ = [
+    "NumaOptions",
+    "RankedCandidate",
+    "flavor_candidates",
+    "query_candidates",
+    "MAX_DISTRIBUTE_CELLS",
+]
 
 # KEP-2902 tries 1..N cells; hosts rarely have more than 8 cells per socket pair.
 MAX_DISTRIBUTE_CELLS = 16
@@ -113,9 +119,7 @@ def _search_bounded(
     )
     explain = to_query_string(query)
     fleet = result.fleet
-    found = [
-        RankedCandidate(c, fleet, ranker.score(c, fleet), explain) for c in result.candidates
-    ]
+    found = [RankedCandidate(c, fleet, ranker.score(c, fleet), explain) for c in result.candidates]
     return found, fleet
 
 
@@ -130,7 +134,9 @@ def _search(
     for candidate in result.candidates:
         if numa.filter_anchors and not _anchors_distinct(candidate, numa.anchors):
             continue
-        found.append(RankedCandidate(candidate, result.fleet, ranker.score(candidate, result.fleet), explain))
+        found.append(
+            RankedCandidate(candidate, result.fleet, ranker.score(candidate, result.fleet), explain)
+        )
         if limit is not None and len(found) >= limit:
             break
     return found
@@ -239,7 +245,11 @@ def _distributed(
                     continue
                 restricted = replace(attempt, search=_in_tree(attempt.search_query, info.uuid))
                 batch.extend(_search(engine, restricted, ranker, None))
-            batch.sort(key=lambda r: rank_key(r.score, prefer_closest=options.prefer_closest) if r.score else ())
+            batch.sort(
+                key=lambda r: (
+                    rank_key(r.score, prefer_closest=options.prefer_closest) if r.score else ()
+                )
+            )
         for ranked in batch:
             placed.add(ranked.fleet.providers[ranked.candidate.anchor].uuid)
         found.extend(batch)
@@ -267,7 +277,9 @@ def flavor_candidates(
     if numa.topology is None:  # no NUMA request: non-NUMA hosts only, engine order
         result = engine.search(numa.search_query, limit=limit)
         explain = to_query_string(numa.search_query)
-        return _named([RankedCandidate(c, result.fleet, None, explain) for c in result.candidates], index)
+        return _named(
+            [RankedCandidate(c, result.fleet, None, explain) for c in result.candidates], index
+        )
 
     if options.distribute and not numa.topology.fixed_cell_count:
         distributed = _distributed if exhaustive else _distributed_bounded
@@ -282,7 +294,9 @@ def flavor_candidates(
         remaining = None if limit is None else limit - len(found)
         result = engine.search(numa.fallback, limit=remaining)
         explain = to_query_string(numa.fallback)
-        found.extend(RankedCandidate(c, result.fleet, None, explain, True) for c in result.candidates)
+        found.extend(
+            RankedCandidate(c, result.fleet, None, explain, True) for c in result.candidates
+        )
     return _named(found, index)
 
 
@@ -307,7 +321,9 @@ def query_candidates(
     result = engine.search(query, limit=options.limit, rank=ranker.rank, rank_bound=bound)
     explain = to_query_string(query)
     return _named(
-        [RankedCandidate(c, result.fleet, ranker.score(c, result.fleet), explain) for c in result.candidates],
+        [
+            RankedCandidate(c, result.fleet, ranker.score(c, result.fleet), explain)
+            for c in result.candidates
+        ],
         index,
     )
-

@@ -7,12 +7,13 @@ Response: the 1.39 ``GET /allocation_candidates`` shape (``allocation_requests``
 ``parent_provider_uuid``, ``root_provider_uuid``), in rank order, each allocation request with a
 ``numa`` block::
 
-    "numa": {"host": "amd-nps4-1", "cells": [0, 1], "width": 2, "average_distance": 10.5, "spread": 1.5,
-             "fallback": false, "explain": "resources_MEM1=MEMORY_MB:4096&..."}
+    "numa": {"host": "amd-nps4-1", "cells": [0, 1], "width": 2, "average_distance": 10.5,
+             "spread": 1.5, "fallback": false, "explain": "resources_MEM1=MEMORY_MB:4096&..."}
 
-``host`` is the compute node's (root provider's) name. ``fallback`` candidates (hosts not reshaped to NUMA, flavor form only) come after every NUMA fit
-and have ``cells`` empty and null scores. Errors: 400 ``placement_numa.flavor.invalid`` naming
-the offending extra specs, 400 for a malformed body or query.
+``host`` is the compute node's (root provider's) name. ``fallback`` candidates (hosts not
+reshaped to NUMA, flavor form only) come after every NUMA fit and have ``cells`` empty and
+null scores. Errors: 400 ``placement_numa.flavor.invalid`` naming the offending extra specs,
+400 for a malformed body or query.
 """
 
 from __future__ import annotations
@@ -22,8 +23,15 @@ from typing import Any
 from fastapi import APIRouter, Depends
 
 from placement_numa.api import microversion as mv
+from placement_numa.api.deps import (
+    DatabaseDep,
+    JsonBody,
+    VersionDep,
+    body_doc,
+    require_version,
+    validate,
+)
 from placement_numa.api.engine_dep import EngineDep
-from placement_numa.api.deps import DatabaseDep, JsonBody, VersionDep, body_doc, require_version, validate
 from placement_numa.api.responses import PlacementJSONResponse, json_response
 from placement_numa.api.schemas.numa_candidates import NumaCandidatesBody, query_from_json
 from placement_numa.numa.flavor import Flavor, ImageProperties
@@ -55,9 +63,15 @@ def _render(found: list[service.RankedCandidate]) -> dict[str, Any]:
         providers = fleet.providers
         allocations: dict[str, dict[str, dict[str, int]]] = {}
         for index, rc, amount in candidate.allocations:
-            allocations.setdefault(providers[index].uuid, {"resources": {}})["resources"][rc] = amount
-        mappings = {g.suffix or "": [providers[p].uuid for p in g.providers] for g in candidate.groups}
-        requests.append({"allocations": allocations, "mappings": mappings, "numa": _numa_block(ranked)})
+            allocations.setdefault(providers[index].uuid, {"resources": {}})["resources"][rc] = (
+                amount
+            )
+        mappings = {
+            g.suffix or "": [providers[p].uuid for p in g.providers] for g in candidate.groups
+        }
+        requests.append(
+            {"allocations": allocations, "mappings": mappings, "numa": _numa_block(ranked)}
+        )
         for root in {providers[p].root for p, _, _ in candidate.allocations}:
             for index in fleet.tree[root]:
                 info = providers[index]
@@ -69,7 +83,9 @@ def _render(found: list[service.RankedCandidate]) -> dict[str, Any]:
                         for rc, inv in sorted(info.inventories.items())
                     },
                     "traits": sorted(info.traits),
-                    "parent_provider_uuid": providers[info.parent].uuid if info.parent >= 0 else None,
+                    "parent_provider_uuid": providers[info.parent].uuid
+                    if info.parent >= 0
+                    else None,
                     "root_provider_uuid": providers[info.root].uuid,
                 }
     return {"allocation_requests": requests, "provider_summaries": summaries}
@@ -103,5 +119,7 @@ def post_allocation_candidates(
         )
     else:
         query = query_from_json(data.query or {})
-        found = service.query_candidates(database=database, engine=engine, query=query, options=options)
+        found = service.query_candidates(
+            database=database, engine=engine, query=query, options=options
+        )
     return json_response(_render(found), version, cache=False)

@@ -53,7 +53,10 @@ class NumaCandidatesBody(BaseModel):
 
     flavor: FlavorBody | None = None
     image: dict[str, Any] | None = Field(
-        None, description="image properties (hw_numa_nodes, hw_mem_page_size, ...), flat or under 'properties'"
+        None,
+        description=(
+            "image properties (hw_numa_nodes, hw_mem_page_size, ...), flat or under 'properties'"
+        ),
     )
     query: dict[str, str | list[str]] | None = Field(
         None, description="GET /allocation_candidates parameters as JSON (lists for repeated ones)"
@@ -73,6 +76,7 @@ class NumaCandidatesBody(BaseModel):
         return self
 
     def image_properties(self) -> dict[str, Any]:
+        """The image properties as a flat dict (``properties`` unwrapped)."""
         if not self.image:
             return {}
         props = self.image.get("properties")
@@ -107,24 +111,30 @@ def query_from_json(params: dict[str, str | list[str]]) -> CandidateQuery:
         spec = groups[suffix]
         resources = parse_resources(spec["resources"][-1]) if "resources" in spec else {}
         required = parse_required(spec.get("required", []), version)
-        member_of = parse_member_of(spec.get("member_of", []), version) if "member_of" in spec else None
-        built.append(RequestGroup(
-            suffix=suffix or None,
-            resources=resources,
-            required_traits=required.all_of,
-            any_traits=required.any_of,
-            forbidden_traits=required.forbidden,
-            member_of=member_of.any_of if member_of else (),
-            forbidden_aggregates=member_of.forbidden if member_of else frozenset(),
-            in_tree=parse_in_tree(spec["in_tree"][-1]) if "in_tree" in spec else None,
-        ))
+        member_of = (
+            parse_member_of(spec.get("member_of", []), version) if "member_of" in spec else None
+        )
+        built.append(
+            RequestGroup(
+                suffix=suffix or None,
+                resources=resources,
+                required_traits=required.all_of,
+                any_traits=required.any_of,
+                forbidden_traits=required.forbidden,
+                member_of=member_of.any_of if member_of else (),
+                forbidden_aggregates=member_of.forbidden if member_of else frozenset(),
+                in_tree=parse_in_tree(spec["in_tree"][-1]) if "in_tree" in spec else None,
+            )
+        )
     suffixes = {g.suffix for g in built if g.suffix}
     subtrees = []
     for value in _values(params.get("same_subtree", [])):
         members = frozenset(s for s in value.split(",") if s)
         unknown = sorted(members - suffixes)
         if unknown:
-            raise BadRequest(f"Real suffixes should be specified in same_subtree: {unknown} not found")
+            raise BadRequest(
+                f"Real suffixes should be specified in same_subtree: {unknown} not found"
+            )
         subtrees.append(members)
     policy = params.get("group_policy")
     if isinstance(policy, list):
