@@ -166,7 +166,11 @@ def with_copies(fleet: FleetSnapshot, copies: int) -> FleetSnapshot:
     """``fleet`` plus ``copies`` clones of each tree (same inventories, usage, traits and
     aggregates), so that look-alike roots exist and the engine's replay path is exercised."""
     providers = fleet.providers
-    rows, inventories, usages, traits, aggregates = [], [], [], [], []
+    rows: list[tuple[int, str, int | None, int]] = []
+    inventories: list[tuple[int, str, int, int, int, int, int, float]] = []
+    usages: list[tuple[int, str, int]] = []
+    traits: list[tuple[int, str]] = []
+    aggregates: list[tuple[int, str]] = []
     next_id = 1
 
     def emit(p_index: int, new_id: int, parent: int | None, root: int) -> None:

@@ -78,6 +78,7 @@ class Candidate:
 
     @property
     def groups(self) -> tuple[GroupChoice, ...]:
+        """One ``GroupChoice`` per request group, in ``query.groups`` order (built once, lazily)."""
         groups = self._groups
         if groups is None:
             layout, chosen = self.layout, self.chosen

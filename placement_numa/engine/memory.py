@@ -44,13 +44,20 @@ class CandidateEngine(Protocol):
         rank_bound: RankBoundFn | None = None,
         roots: Collection[str] | None = None,
         accept: Callable[[Candidate], bool] | None = None,
-    ) -> CandidateResult: ...
+    ) -> CandidateResult:
+        """Candidates for ``query``, best first (arguments: see the package docstring).
+
+        Raises ``BadRequest`` for unknown resource classes or traits (``check_names``).
+        """
+        ...
 
 
 class FleetSource(Protocol):
     """Hands out the current fleet snapshot (fresh as of the call)."""
 
-    def snapshot(self) -> FleetSnapshot: ...
+    def snapshot(self) -> FleetSnapshot:
+        """The fleet as of this call: reflects every write committed before it."""
+        ...
 
 
 class StaticFleetSource:
@@ -60,6 +67,7 @@ class StaticFleetSource:
         self.fleet = fleet
 
     def snapshot(self) -> FleetSnapshot:
+        """The fixed snapshot given at construction (never refreshed)."""
         return self.fleet
 
 
@@ -92,8 +100,13 @@ class SnapshotEngine:
         if limit is None:
             limit = query.limit
         stream = self._stream(
-            fleet, query, rank, exclude_nested=not nested_aware and fleet.has_trees,
-            rank_bound=rank_bound, only_roots=roots, accept=accept,
+            fleet,
+            query,
+            rank,
+            exclude_nested=not nested_aware and fleet.has_trees,
+            rank_bound=rank_bound,
+            only_roots=roots,
+            accept=accept,
         )
         found: list[Candidate] = []
         if limit is None or limit > 0:
@@ -136,8 +149,7 @@ class SnapshotEngine:
                     if len(set(owners)) != len({p for p, _, _ in candidate.allocations}):
                         continue
                 if maybe_twice and any(
-                    providers[p].root != root or providers[p].sharing
-                    for p in candidate.providers()
+                    providers[p].root != root or providers[p].sharing for p in candidate.providers()
                 ):
                     # may also be found from another anchor: report it once
                     key = candidate.key()
@@ -196,7 +208,8 @@ def check_names(query: CandidateQuery, fleet: FleetSnapshot) -> None:
             for rc in group.resources:
                 if rc not in classes:
                     raise BadRequest(
-                        f"Invalid resource class in resources parameter: No such resource class {rc}."
+                        "Invalid resource class in resources parameter: "
+                        f"No such resource class {rc}."
                     )
         if traits is not None:
             names = set(group.required_traits) | set(group.forbidden_traits)

@@ -234,13 +234,14 @@ def _slot_options(plan: QueryPlan, slot: _Slot, root: int) -> list[int]:
     if slot.suffixed:
         found = [i for i in fleet.tree[root] if _suffixed_ok(providers[i], group, tree_root)]
         extra = [
-            s for s in shared if providers[s].root != root
-            and _suffixed_ok(providers[s], group, tree_root)
+            s
+            for s in shared
+            if providers[s].root != root and _suffixed_ok(providers[s], group, tree_root)
         ]
         return sorted(found + extra) if extra else found
     if tree_root is not None and tree_root != root:
         return []
-    (rc, amount), = slot.resources
+    ((rc, amount),) = slot.resources
     anchor = providers[root]
     anchor_in_aggs = _aggs_ok(anchor.aggregates, group.member_of)
     if not anchor.aggregates.isdisjoint(group.forbidden_aggregates):
@@ -483,7 +484,9 @@ class RootSearch:
 
     def __init__(self, plan: QueryPlan) -> None:
         self.plan = plan
-        self.templates: dict[tuple[object, ...], list[tuple[tuple[int, ...], tuple[tuple[int, str, int], ...]]]] = {}
+        self.templates: dict[
+            tuple[object, ...], list[tuple[tuple[int, ...], tuple[tuple[int, str, int], ...]]]
+        ] = {}
         self.rcs = sorted({rc for g in plan.groups for rc in g.resources})
         names: set[str] = set()
         for g in plan.groups:
@@ -493,10 +496,17 @@ class RootSearch:
                     names |= any_of
         self.trait_names = frozenset(names)
         self.by_profile = all(t is None for t in plan.in_tree_root)
-        self.profile_templates: dict[int, list[tuple[tuple[int, ...], tuple[tuple[int, str, int], ...]]]] = {}
+        self.profile_templates: dict[
+            int, list[tuple[tuple[int, ...], tuple[tuple[int, str, int], ...]]]
+        ] = {}
         self.bound_cache: dict[object, object] = {}  # see RootView.cache
         self.slot_keys = [
-            (slot.suffixed, slot.resources, _signature(plan.groups[slot.group]), plan.in_tree_root[slot.group])
+            (
+                slot.suffixed,
+                slot.resources,
+                _signature(plan.groups[slot.group]),
+                plan.in_tree_root[slot.group],
+            )
             for slot in plan.slots
         ]
 
@@ -526,7 +536,9 @@ class RootSearch:
                 members = fleet.tree[root]
                 for chosen_pos, alloc_pos in known:
                     yield _candidate(
-                        plan, root, [members[k] for k in chosen_pos],
+                        plan,
+                        root,
+                        [members[k] for k in chosen_pos],
                         tuple((members[k], rc, a) for k, rc, a in alloc_pos),
                     )
                 return
@@ -542,8 +554,10 @@ class RootSearch:
         results: Iterator[tuple[list[int], tuple[tuple[int, str, int], ...]]]
         if template is not None:
             results = (
-                ([relevant[k] for k in chosen_pos],
-                 tuple((relevant[k], rc, a) for k, rc, a in alloc_pos))
+                (
+                    [relevant[k] for k in chosen_pos],
+                    tuple((relevant[k], rc, a) for k, rc, a in alloc_pos),
+                )
                 for chosen_pos, alloc_pos in template
             )
         else:
@@ -554,13 +568,17 @@ class RootSearch:
         for chosen, allocations in results:
             if template is None:
                 recorded.append(
-                    (tuple(pos[p] for p in chosen),
-                     tuple((pos[p], rc, a) for p, rc, a in allocations))
+                    (
+                        tuple(pos[p] for p in chosen),
+                        tuple((pos[p], rc, a) for p, rc, a in allocations),
+                    )
                 )
             if profile >= 0:
                 by_member.append(
-                    (tuple(where[p] for p in chosen),
-                     tuple((where[p], rc, a) for p, rc, a in allocations))
+                    (
+                        tuple(where[p] for p in chosen),
+                        tuple((where[p], rc, a) for p, rc, a in allocations),
+                    )
                 )
             yield _candidate(plan, root, chosen, allocations)
         if template is None and len(self.templates) < self.MAX_TEMPLATES:
@@ -626,17 +644,21 @@ class RootView:
 
     @property
     def plan(self) -> QueryPlan:
+        """The ``QueryPlan`` being searched."""
         return self.searcher.plan
 
     @property
     def fleet(self) -> FleetSnapshot:
+        """The ``FleetSnapshot`` the plan was made for."""
         return self.searcher.plan.fleet
 
     @property
     def cache(self) -> dict[object, object]:
+        """A dict shared by every view of one search (per-profile memos of a rank bound)."""
         return self.searcher.bound_cache
 
     def options(self) -> list[list[int]] | None:
+        """Provider indices per slot for this root; ``None`` when some slot has none."""
         return self.searcher.options(self.root)
 
 
