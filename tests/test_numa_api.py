@@ -304,3 +304,30 @@ def check_query_form_and_errors(api: PlacementAPI, fleet: dict[str, Any]) -> Non
         "/allocation_candidates", json={"flavor": {"vcpus": 1, "memory_mb": 1}}, version="1.35"
     )
     assert old.status_code == 404
+
+
+def test_distance_put_is_visible_to_the_next_post(api: PlacementAPI) -> None:
+    """The cell index is cached per process by revision: a matrix PUT shows in the very next
+    POST, and POSTs with no write in between read nothing new."""
+    from placement_numa.services.numa_candidates import CellIndexCache
+
+    host = two_cell_host(api)
+    path = f"/resource_providers/{host['root']}/numa_distances"
+    flavor = {"vcpus": 2, "memory_mb": 2048, "extra_specs": {"hw:numa_nodes": "2"}}
+
+    def average() -> Any:
+        requests = post(api, flavor=flavor, limit=1)["allocation_requests"]
+        assert len(requests) == 1
+        return requests[0]["numa"]["average_distance"]
+
+    before = average()
+    matrix = distances([10, 21], [21, 10])
+    put = api.put(path, json={"generation": None, "distances": matrix}, version=V)
+    assert put.status_code == 200, put.text
+    assert average() == 15.5 != before
+    cache = CellIndexCache.of(api.client.app.state.candidate_engine)  # type: ignore[attr-defined]
+    loads = cache.loads
+    assert average() == 15.5 and cache.loads == loads  # nothing written: no reload
+    body = {"generation": put.json()["generation"], "distances": distances([10, 31], [31, 10])}
+    assert api.put(path, json=body, version=V).status_code == 200
+    assert average() == 20.5 and cache.loads == loads + 1

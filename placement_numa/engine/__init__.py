@@ -6,7 +6,10 @@ Interface (what routers and the NUMA layer use; nothing about SQL or caching lea
         def search(self, query: CandidateQuery, *, limit: int | None = None,
                    rank: RankFn | None = None, nested_aware: bool = True,
                    rank_bound: RankBoundFn | None = None, roots: Collection[str] | None = None,
-                   accept: Callable[[Candidate], bool] | None = None) -> CandidateResult
+                   accept: Callable[[Candidate], bool] | None = None,
+                   fleet: FleetSnapshot | None = None) -> CandidateResult
+        def snapshot(self) -> FleetSnapshot
+        caches: dict[str, object]
 
 * ``query``: a ``placement_numa.domain.request_groups.CandidateQuery``;
 * ``limit``: at most this many candidates (``None``: ``query.limit``; both ``None``: all);
@@ -26,7 +29,10 @@ Interface (what routers and the NUMA layer use; nothing about SQL or caching lea
   once no unsearched root can precede them, so a ranked query with ``limit`` searches only the
   roots it needs; the answer is identical to the exhaustive merge (``search.bounded_merge``);
 * ``roots``: restrict anchors to these root uuids; ``accept(candidate) -> bool``: a filter
-  applied before ``limit``.
+  applied before ``limit``;
+* ``fleet``: a snapshot from ``snapshot()`` to search instead of a fresh one (one state for the
+  several searches of one request); ``caches``: per-engine memos of the layers above, keyed by
+  ``FleetSnapshot.revision`` (the NUMA cell index lives there).
 
 What a rank function can read (``Candidate`` in ``engine/candidates.py``, ``FleetSnapshot`` in
 ``engine/fleet.py``; providers are dense indices):

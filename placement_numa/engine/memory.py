@@ -32,7 +32,17 @@ RankFn = Callable[[Candidate, FleetSnapshot], Any]
 
 
 class CandidateEngine(Protocol):
-    """Answers candidate queries (see the package docstring for the contract)."""
+    """Answers candidate queries (see the package docstring for the contract).
+
+    ``caches``: per-engine (so per-process) memos of the layers above, each under its own key
+    and keyed inside by ``FleetSnapshot.revision`` (e.g. the NUMA cell index).
+    """
+
+    caches: dict[str, object]
+
+    def snapshot(self) -> FleetSnapshot:
+        """The fleet as of this call (what ``search`` without ``fleet`` would search)."""
+        ...
 
     def search(
         self,
@@ -44,8 +54,10 @@ class CandidateEngine(Protocol):
         rank_bound: RankBoundFn | None = None,
         roots: Collection[str] | None = None,
         accept: Callable[[Candidate], bool] | None = None,
+        fleet: FleetSnapshot | None = None,
     ) -> CandidateResult:
-        """Candidates for ``query``, best first (arguments: see the package docstring).
+        """Candidates for ``query``, best first (arguments: see the package docstring);
+        ``fleet``: search this snapshot (from ``snapshot()``) instead of a fresh one.
 
         Raises ``BadRequest`` for unknown resource classes or traits (``check_names``).
         """
@@ -77,6 +89,11 @@ class SnapshotEngine:
     def __init__(self, source: FleetSource, *, randomize: bool = False) -> None:
         self.source = source
         self.randomize = randomize
+        self.caches: dict[str, object] = {}
+
+    def snapshot(self) -> FleetSnapshot:
+        """The source's snapshot as of this call (fresh: reflects every committed write)."""
+        return self.source.snapshot()
 
     def search(
         self,
@@ -88,14 +105,18 @@ class SnapshotEngine:
         rank_bound: RankBoundFn | None = None,
         roots: Collection[str] | None = None,
         accept: Callable[[Candidate], bool] | None = None,
+        fleet: FleetSnapshot | None = None,
     ) -> CandidateResult:
         """Candidates for ``query``: at most ``limit`` (default ``query.limit``), best first.
 
         ``rank_bound`` (with ``rank``): search roots lazily in ascending bound order
         (``search.bounded_merge``; same result as without it). ``roots``: only anchor roots with
         these uuids. ``accept``: keep only candidates it accepts (applied before ``limit``).
+        ``fleet``: search this snapshot instead of asking the source (several searches of one
+        request see one state and read the revision counter once).
         """
-        fleet = self.source.snapshot()
+        if fleet is None:
+            fleet = self.source.snapshot()
         check_names(query, fleet)
         if limit is None:
             limit = query.limit

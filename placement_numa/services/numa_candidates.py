@@ -15,16 +15,23 @@ candidates are known to come first, so the work follows the candidates returned,
 exist. ``exhaustive=True`` runs the previous path (every candidate of every root ranked; KEP-2902
 widths searched host by host); it is kept as the reference the tests compare against.
 
-Reads only (one read connection for the cell names and distance matrices; the engine keeps its
-own fresh snapshot). Raises ``InvalidFlavor`` (400) from the translation.
+Reads only. Every search of one request runs on one engine snapshot (``engine.snapshot()``, fresh
+as of the request). The cell index (cell names, distance matrices, host names) is cached per
+engine, so per process (``CellIndexCache`` in ``engine.caches``), and reloaded from SQL only when
+the snapshot's ``placement_revision`` is newer than the one the cached index was read at (every
+write, a distance matrix PUT included, bumps the revision), so a request sees every committed
+write yet does no SQL for the index when nothing changed. Raises ``InvalidFlavor`` (400) from the
+translation.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Collection
 from dataclasses import dataclass, replace
 
 from placement_numa.db.database import Database
+from placement_numa.db.repositories.fleet import current_revision
 from placement_numa.db.repositories import numa_distances as repo
 from placement_numa.domain.request_groups import CandidateQuery
 from placement_numa.engine import Candidate, CandidateEngine, FleetSnapshot
@@ -39,6 +46,7 @@ from placement_numa.numa.translate import NumaQuery, translate
 __all__ = [
     "NumaOptions",
     "RankedCandidate",
+    "CellIndexCache",
     "flavor_candidates",
     "query_candidates",
     "MAX_DISTRIBUTE_CELLS",
@@ -72,15 +80,62 @@ class RankedCandidate:
     host: str | None = None
 
 
-def _cell_index(database: Database | None) -> CellIndex:
-    if database is None:
-        return CellIndex()
+def _load_cell_index(database: Database) -> tuple[int, CellIndex]:
+    """``(revision, index)``: the revision counter read BEFORE the cell names, distance matrices
+    and host names (one read connection), so the index reflects at least that revision."""
     with database.read() as conn:
+        revision = current_revision(conn)
         names = repo.all_cell_names(conn)
         matrices = repo.all_matrices(conn)
         hosts = repo.root_names(conn)
     ids = {uuid: cid for uuid, name in names if (cid := cell_id_from_name(name)) is not None}
-    return CellIndex(ids, matrices, hosts)
+    return revision, CellIndex(ids, matrices, hosts)
+
+
+class CellIndexCache:
+    """The last ``CellIndex`` read from SQL and the ``placement_revision`` it reflects at least.
+
+    One per engine (``engine.caches[CellIndexCache.KEY]``). ``get(database, revision)`` returns
+    the cached index when it was read at ``revision`` or later, else reloads it (thread-safe;
+    ``loads`` counts reloads, for tests and diagnostics).
+    """
+
+    KEY = "numa.cell_index"
+
+    def __init__(self) -> None:
+        self._entry: tuple[int, CellIndex] | None = None
+        self._lock = threading.Lock()
+        self.loads = 0
+
+    @classmethod
+    def of(cls, engine: CandidateEngine) -> CellIndexCache:
+        """The engine's cache (created on first use)."""
+        cache = engine.caches.get(cls.KEY)
+        if not isinstance(cache, cls):
+            cache = engine.caches.setdefault(cls.KEY, cls())
+            assert isinstance(cache, cls)
+        return cache
+
+    def get(self, database: Database, revision: int) -> CellIndex:
+        """The index as of ``revision`` (a ``FleetSnapshot.revision``) or later."""
+        entry = self._entry
+        if entry is not None and entry[0] >= revision:
+            return entry[1]
+        with self._lock:
+            entry = self._entry
+            if entry is None or entry[0] < revision:
+                entry = self._entry = _load_cell_index(database)
+                self.loads += 1
+            return entry[1]
+
+
+def _cell_index(
+    database: Database | None, engine: CandidateEngine, fleet: FleetSnapshot
+) -> CellIndex:
+    """The cell index for a search of ``fleet`` (empty without a database)."""
+    if database is None:
+        return CellIndex()
+    return CellIndexCache.of(engine).get(database, fleet.revision)
 
 
 def _anchors_distinct(candidate: Candidate, anchors: tuple[str, ...]) -> bool:
@@ -103,10 +158,12 @@ def _search_bounded(
     ranker: NumaRanker,
     limit: int | None,
     roots: Collection[str] | None = None,
+    fleet: FleetSnapshot | None = None,
 ) -> tuple[list[RankedCandidate], FleetSnapshot]:
     """The first ``limit`` ranked candidates (all with ``None``) of ``numa``'s search query,
     anchored at ``roots`` (uuids; ``None``: any), guest cells on distinct host cells; roots
-    searched best bound first. Same answer as ``_search``."""
+    searched best bound first; on ``fleet`` (``None``: a fresh snapshot). Same answer as
+    ``_search``."""
     query = numa.search_query
     anchors = numa.anchors
     result = engine.search(
@@ -116,6 +173,7 @@ def _search_bounded(
         rank_bound=ranker.bound,
         roots=roots,
         accept=(lambda c: _anchors_distinct(c, anchors)) if numa.filter_anchors else None,
+        fleet=fleet,
     )
     explain = to_query_string(query)
     fleet = result.fleet
@@ -124,11 +182,17 @@ def _search_bounded(
 
 
 def _search(
-    engine: CandidateEngine, numa: NumaQuery, ranker: NumaRanker, limit: int | None
+    engine: CandidateEngine,
+    numa: NumaQuery,
+    ranker: NumaRanker,
+    limit: int | None,
+    fleet: FleetSnapshot | None = None,
 ) -> list[RankedCandidate]:
     """The exhaustive reference of ``_search_bounded`` (every candidate ranked)."""
     query = numa.search_query
-    result = engine.search(query, limit=None if numa.filter_anchors else limit, rank=ranker.rank)
+    result = engine.search(
+        query, limit=None if numa.filter_anchors else limit, rank=ranker.rank, fleet=fleet
+    )
     explain = to_query_string(query)
     found = []
     for candidate in result.candidates:
@@ -165,6 +229,7 @@ def _distributed_bounded(
     image: ImageProperties | None,
     index: CellIndex,
     options: NumaOptions,
+    fleet: FleetSnapshot,
 ) -> list[RankedCandidate]:
     """KEP-2902 over the fleet, with the answer of ``_distributed``: width 1 over every host;
     then, for each wider width, the hosts not placed yet that have that many NUMA cells and
@@ -175,14 +240,13 @@ def _distributed_bounded(
     limit = options.limit
     found: list[RankedCandidate] = []
     placed: set[str] = set()
-    fleet: FleetSnapshot | None = None
     cells_of: dict[int, list[int]] = {}
     for width in widths_to_try(flavor.vcpus, MAX_DISTRIBUTE_CELLS):
         attempt = translate(flavor, image, cell_count=width)
         ranker = _ranker(index, attempt, options)
         remaining = None if limit is None else limit - len(found)
-        if fleet is None:
-            batch, fleet = _search_bounded(engine, attempt, ranker, remaining)
+        if width == 1:
+            batch, _ = _search_bounded(engine, attempt, ranker, remaining, fleet=fleet)
         else:
             needed = sum(c.cpu_count for c in attempt.topology.cells) if attempt.topology else 0
             eligible = []
@@ -201,7 +265,9 @@ def _distributed_bounded(
                     eligible.append(uuid)
             batch = []
             if eligible:
-                batch, _ = _search_bounded(engine, attempt, ranker, remaining, roots=eligible)
+                batch, _ = _search_bounded(
+                    engine, attempt, ranker, remaining, roots=eligible, fleet=fleet
+                )
         for ranked in batch:
             placed.add(ranked.fleet.providers[ranked.candidate.anchor].uuid)
         found.extend(batch)
@@ -216,6 +282,7 @@ def _distributed(
     image: ImageProperties | None,
     index: CellIndex,
     options: NumaOptions,
+    fleet: FleetSnapshot,
 ) -> list[RankedCandidate]:
     """KEP-2902 over the fleet: width 1 over every host; then, for each wider width, only the
     hosts not placed yet that have that many NUMA cells and enough free CPUs in total (each
@@ -225,13 +292,11 @@ def _distributed(
     limit = options.limit
     found: list[RankedCandidate] = []
     placed: set[str] = set()
-    fleet: FleetSnapshot | None = None
     for width in widths_to_try(flavor.vcpus, MAX_DISTRIBUTE_CELLS):
         attempt = translate(flavor, image, cell_count=width)
         ranker = NumaRanker(index, attempt.cpu_classes, prefer_closest=options.prefer_closest)
-        if fleet is None:
-            batch = _search(engine, attempt, ranker, None)
-            fleet = batch[0].fleet if batch else engine.search(attempt.search_query, limit=0).fleet
+        if width == 1:
+            batch = _search(engine, attempt, ranker, None, fleet)
         else:
             needed = sum(c.cpu_count for c in attempt.topology.cells) if attempt.topology else 0
             batch = []
@@ -244,7 +309,7 @@ def _distributed(
                 if free < needed:
                     continue
                 restricted = replace(attempt, search=_in_tree(attempt.search_query, info.uuid))
-                batch.extend(_search(engine, restricted, ranker, None))
+                batch.extend(_search(engine, restricted, ranker, None, fleet))
             batch.sort(
                 key=lambda r: (
                     rank_key(r.score, prefer_closest=options.prefer_closest) if r.score else ()
@@ -273,9 +338,10 @@ def flavor_candidates(
     ``exhaustive`` runs the reference path (same answer, slower)."""
     numa = translate(flavor, image)
     limit = options.limit
-    index = index if index is not None else _cell_index(database)
+    fleet = engine.snapshot()
+    index = index if index is not None else _cell_index(database, engine, fleet)
     if numa.topology is None:  # no NUMA request: non-NUMA hosts only, engine order
-        result = engine.search(numa.search_query, limit=limit)
+        result = engine.search(numa.search_query, limit=limit, fleet=fleet)
         explain = to_query_string(numa.search_query)
         return _named(
             [RankedCandidate(c, result.fleet, None, explain) for c in result.candidates], index
@@ -283,16 +349,17 @@ def flavor_candidates(
 
     if options.distribute and not numa.topology.fixed_cell_count:
         distributed = _distributed if exhaustive else _distributed_bounded
-        found = distributed(engine, flavor, image, index, options)
+        found = distributed(engine, flavor, image, index, options, fleet)
     elif exhaustive:
         ranker = NumaRanker(index, numa.cpu_classes, prefer_closest=options.prefer_closest)
-        found = _search(engine, numa, ranker, limit)
+        found = _search(engine, numa, ranker, limit, fleet)
     else:
-        found, _ = _search_bounded(engine, numa, _ranker(index, numa, options), limit)
+        ranker = _ranker(index, numa, options)
+        found, _ = _search_bounded(engine, numa, ranker, limit, fleet=fleet)
 
     if numa.fallback is not None and (limit is None or len(found) < limit):
         remaining = None if limit is None else limit - len(found)
-        result = engine.search(numa.fallback, limit=remaining)
+        result = engine.search(numa.fallback, limit=remaining, fleet=fleet)
         explain = to_query_string(numa.fallback)
         found.extend(
             RankedCandidate(c, result.fleet, None, explain, True) for c in result.candidates
@@ -312,13 +379,16 @@ def query_candidates(
     """Ranked candidates for a ready query (the JSON form of the GET query). Candidates on
     hosts without NUMA cells score width 0 and come first; the query is run as given (roots
     searched best bound first unless ``exhaustive``; same answer)."""
-    index = index if index is not None else _cell_index(database)
+    fleet = engine.snapshot()
+    index = index if index is not None else _cell_index(database, engine, fleet)
     classes = tuple(
         rc for rc in ("VCPU", "PCPU") if any(rc in g.resources for g in query.groups)
     ) or ("VCPU", "PCPU")
     ranker = NumaRanker(index, classes, prefer_closest=options.prefer_closest)
     bound = None if exhaustive else ranker.bound
-    result = engine.search(query, limit=options.limit, rank=ranker.rank, rank_bound=bound)
+    result = engine.search(
+        query, limit=options.limit, rank=ranker.rank, rank_bound=bound, fleet=fleet
+    )
     explain = to_query_string(query)
     return _named(
         [

@@ -1,0 +1,108 @@
+"""Benchmark ``POST /allocation_candidates`` (the NUMA flavor form) over HTTP.
+
+Fleet: ``benchmarks/candidates.py``'s SQL-seeded one (``--hosts`` compute nodes of ``--cells``
+NUMA cells, 4K and 2M page-size children), plus a SLIT distance matrix on every host (PUT
+``/resource_providers/{root}/numa_distances``, 16 client threads). One service process, SQLite.
+
+Times a two-cell flavor (``hw:numa_nodes=2``, dedicated CPUs) with ``limit`` 10 and the same
+flavor without ``hw:numa_nodes`` and ``distribute_cpus_across_numa`` (KEP-2902 widths), each
+``--repeat`` times sequentially after one untimed warm-up, and prints p50/p95 in ms.
+
+    /work/venv/bin/python benchmarks/numa_candidates_http.py --hosts 1000 --cells 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+from candidates import HEADERS, seed_sql, wait_up  # benchmarks/candidates.py
+
+CASES: dict[str, dict[str, Any]] = {
+    "two-cell": {
+        "flavor": {
+            "vcpus": 8,
+            "memory_mb": 4096,
+            "extra_specs": {"hw:numa_nodes": "2", "hw:cpu_policy": "dedicated"},
+        },
+        "limit": 10,
+    },
+    "distribute": {
+        "flavor": {"vcpus": 8, "memory_mb": 4096, "extra_specs": {"hw:cpu_policy": "dedicated"}},
+        "limit": 10,
+        "distribute_cpus_across_numa": True,
+    },
+}
+
+
+def matrix(cells: int) -> dict[str, dict[str, int]]:
+    """A SLIT matrix for ``cells`` cells: 10 on the diagonal, 21 elsewhere."""
+    return {str(i): {str(j): 10 if i == j else 21 for j in range(cells)} for i in range(cells)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--hosts", type=int, default=1000)
+    parser.add_argument("--cells", type=int, default=2)
+    parser.add_argument("--port", type=int, default=18779)
+    parser.add_argument("--repeat", type=int, default=50)
+    args = parser.parse_args()
+
+    db_path = os.path.join(tempfile.mkdtemp(prefix="pn-bench-"), "bench.sqlite")
+    url = f"sqlite:///{db_path}"
+    env = dict(os.environ, PLACEMENT_NUMA_DATABASE_URL=url, PLACEMENT_NUMA_LOG_LEVEL="warning")
+    from placement_numa.app import prepare_database
+    from placement_numa.settings import Settings
+
+    prepare_database(Settings(database_url=url))
+    hosts = seed_sql(db_path, args.hosts, args.cells)
+    exe = str(Path(sys.executable).with_name("placement-numa"))
+    command = [exe, "serve", "--port", str(args.port), "--workers", "1"]
+    command += ["--database-url", url, "--no-migrate"]
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{args.port}"
+    try:
+        wait_up(base, proc)
+        with httpx.Client(base_url=base, timeout=600) as client:
+            body = {"generation": None, "distances": matrix(args.cells)}
+
+            def put(host: dict[str, str]) -> None:
+                path = f"/resource_providers/{host['root']}/numa_distances"
+                r = client.put(path, json=body, headers=HEADERS)
+                if r.status_code != 200:
+                    raise RuntimeError(r.text)
+
+            with ThreadPoolExecutor(16) as pool:
+                list(pool.map(put, hosts))
+            print(f"fleet: {args.hosts} hosts x {args.cells} cells, distance matrix on each")
+            print(f"{'case':<12}{'n':>6}{'p50 ms':>10}{'p95 ms':>10}")
+            for name, case in CASES.items():
+                timings = []
+                count = 0
+                for _ in range(args.repeat + 1):
+                    t0 = time.perf_counter()
+                    r = client.post("/allocation_candidates", json=case, headers=HEADERS)
+                    timings.append((time.perf_counter() - t0) * 1000)
+                    if r.status_code != 200:
+                        raise RuntimeError(r.text)
+                    count = len(r.json()["allocation_requests"])
+                rest = sorted(timings[1:])
+                p95 = rest[min(len(rest) - 1, int(round(0.95 * (len(rest) - 1))))]
+                print(f"{name:<12}{count:>6}{statistics.median(rest):>10.2f}{p95:>10.2f}")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
