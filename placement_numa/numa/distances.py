@@ -80,13 +80,16 @@ def validate_matrix(
         raise InvalidDistances(
             f"rows are for NUMA cells {sorted(matrix)} but the tree has cells {expected}"
         )
-    for a, row in matrix.items():
-        if sorted(row) != expected:
+    for a, columns in matrix.items():
+        if sorted(columns) != expected:
             raise InvalidDistances(
-                f"row {a} has columns {sorted(row)} but the tree has cells {expected} (not square)"
+                f"row {a} has columns {sorted(columns)} but the tree has cells {expected}"
+                " (not square)"
             )
-        if row[a] != LOCAL:
-            raise InvalidDistances(f"distances[{a}][{a}] = {row[a]}, the diagonal must be {LOCAL}")
+        if columns[a] != LOCAL:
+            raise InvalidDistances(
+                f"distances[{a}][{a}] = {columns[a]}, the diagonal must be {LOCAL}"
+            )
     return matrix
 
 
