@@ -31,8 +31,8 @@ from collections.abc import Collection
 from dataclasses import dataclass, replace
 
 from placement_numa.db.database import Database
-from placement_numa.db.repositories.fleet import current_revision
 from placement_numa.db.repositories import numa_distances as repo
+from placement_numa.db.repositories.fleet import current_revision
 from placement_numa.domain.request_groups import CandidateQuery
 from placement_numa.engine import Candidate, CandidateEngine, FleetSnapshot
 from placement_numa.numa.distances import cell_id_from_name
