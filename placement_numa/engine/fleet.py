@@ -125,6 +125,9 @@ class FleetSnapshot:
         # names known to the database (``None``: not checked), set by the loader
         self.resource_class_names: frozenset[str] | None = None
         self.trait_names: frozenset[str] | None = None
+        # trait name -> database id: provider summaries list traits in id order, as Placement's
+        # (``None``: by name)
+        self.trait_order: dict[str, int] | None = None
         self.index_by_uuid = {p.uuid: p.index for p in providers}
         self.index_by_id = {p.id: p.index for p in providers}
         self.max_id = max(self.index_by_id, default=0)
@@ -246,6 +249,7 @@ class FleetSnapshot:
         new.patched_from = old.revision
         new.resource_class_names = old.resource_class_names
         new.trait_names = old.trait_names
+        new.trait_order = old.trait_order
         new._provider_profile_ids = old._provider_profile_ids
         new._root_profile_ids = old._root_profile_ids
         plist = list(old_providers)

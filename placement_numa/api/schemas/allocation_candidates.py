@@ -4,7 +4,7 @@
   {"uuid"}, "resources": {...}}]}``; from 1.12 ``{"allocations": {uuid: {"resources": {...}}}}``
   plus ``mappings`` ``{suffix: [uuid, ...]}`` from 1.34 (``""`` for the unsuffixed group);
 * ``provider_summaries``: ``{uuid: {"resources": {rc: {"capacity", "used"}}}}``; only the
-  requested classes before 1.27, every inventoried class after; ``traits`` (sorted) from 1.17;
+  requested classes before 1.27, every inventoried class after; ``traits`` (in database order) from 1.17;
   ``parent_provider_uuid`` and ``root_provider_uuid`` from 1.29.
 
 Pydantic models here document the newest shape in OpenAPI; the handler builds dicts directly.
@@ -49,6 +49,15 @@ class AllocationCandidatesResponse(BaseModel):
 
     allocation_requests: list[_AllocationRequest]
     provider_summaries: dict[str, _Summary]
+
+
+def _ordered_traits(traits: frozenset[str], order: dict[str, int] | None) -> list[str]:
+    """``traits`` in database id order (Placement's order: standard traits, synced first, before
+    custom ones), or by name when the snapshot carries no ids."""
+    if order is None:
+        return sorted(traits)
+    last = len(order)
+    return sorted(traits, key=lambda name: (order.get(name, last), name))
 
 
 def render_candidates(
@@ -134,7 +143,7 @@ def render_candidates(
             }
         }
         if with_traits:
-            summary["traits"] = sorted(info.traits)
+            summary["traits"] = _ordered_traits(info.traits, fleet.trait_order)
         if with_tree:
             summary["parent_provider_uuid"] = (
                 providers[info.parent].uuid if info.parent >= 0 else None

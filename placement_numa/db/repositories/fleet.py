@@ -177,6 +177,7 @@ def load_fleet(conn: Connection) -> FleetSnapshot:
     fleet = FleetSnapshot.build(revision, *_rows(conn, rc_names, trait_names))
     fleet.resource_class_names = frozenset(rc_names.values())
     fleet.trait_names = frozenset(trait_names.values())
+    fleet.trait_order = {name: id_ for id_, name in trait_names.items()}
     return fleet
 
 
@@ -230,6 +231,7 @@ def refresh_fleet(conn: Connection, fleet: FleetSnapshot) -> FleetSnapshot:
         rc_names, trait_names = _names(conn)
         patched.resource_class_names = frozenset(rc_names.values())
         patched.trait_names = frozenset(trait_names.values())
+        patched.trait_order = {name: id_ for id_, name in trait_names.items()}
     return patched
 
 
