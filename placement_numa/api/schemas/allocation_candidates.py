@@ -4,8 +4,8 @@
   {"uuid"}, "resources": {...}}]}``; from 1.12 ``{"allocations": {uuid: {"resources": {...}}}}``
   plus ``mappings`` ``{suffix: [uuid, ...]}`` from 1.34 (``""`` for the unsuffixed group);
 * ``provider_summaries``: ``{uuid: {"resources": {rc: {"capacity", "used"}}}}``; only the
-  requested classes before 1.27, every inventoried class after; ``traits`` (in database order) from 1.17;
-  ``parent_provider_uuid`` and ``root_provider_uuid`` from 1.29.
+  requested classes before 1.27, every inventoried class after; ``traits`` (in database order)
+  from 1.17; ``parent_provider_uuid`` and ``root_provider_uuid`` from 1.29.
 
 Pydantic models here document the newest shape in OpenAPI; the handler builds dicts directly.
 """
