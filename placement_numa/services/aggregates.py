@@ -10,7 +10,6 @@ from placement_numa.db.repositories import aggregates as repo
 from placement_numa.db.repositories import providers
 from placement_numa.db.repositories.providers import ProviderRow
 from placement_numa.errors import ConcurrentUpdate
-from placement_numa.services.providers import require_provider
 
 __all__ = ["get_aggregates", "set_aggregates"]
 
@@ -18,7 +17,7 @@ __all__ = ["get_aggregates", "set_aggregates"]
 def get_aggregates(database: Database, *, uuid: str) -> tuple[ProviderRow, list[str]]:
     """The provider ``uuid`` and the uuids of its aggregates. Raises ``NotFound`` (404)."""
     with database.read() as conn:
-        provider = require_provider(conn, uuid)
+        provider = providers.require_by_uuid(conn, uuid)
         return provider, repo.provider_aggregates(conn, provider.id)
 
 
@@ -36,8 +35,8 @@ def set_aggregates(
     with database.write() as conn:
         # Lock the provider row first: writers of one provider queue here (and MariaDB does not
         # deadlock upgrading the shared locks its foreign-key checks take), then re-read it.
-        providers.lock_providers(conn, [require_provider(conn, uuid).id])
-        provider = require_provider(conn, uuid)
+        providers.lock_providers(conn, [providers.require_by_uuid(conn, uuid).id])
+        provider = providers.require_by_uuid(conn, uuid)
         if generation is not None and generation != provider.generation:
             raise ConcurrentUpdate(
                 "Resource provider's generation already changed. Please update the generation"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 
-from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from placement_numa.db.database import Database
@@ -34,15 +33,6 @@ __all__ = [
 LOG = logging.getLogger(__name__)
 
 
-def _provider(conn: Connection, uuid: str) -> ProviderRow:
-    """The provider, or ``NotFound`` (404 without a specific code, as Placement's inventory
-    routes)."""
-    provider = providers.get_by_uuid(conn, uuid)
-    if provider is None:
-        raise NotFound(f"No resource provider with uuid {uuid} found")
-    return provider
-
-
 def _check_generation(provider: ProviderRow, generation: int) -> None:
     if generation != provider.generation:
         raise ConcurrentUpdate("resource provider generation conflict")
@@ -58,7 +48,7 @@ def list_inventories(
 ) -> tuple[ProviderRow, dict[str, InventoryRecord]]:
     """The provider and its inventories by resource class name. Raises ``NotFound`` (404)."""
     with database.read() as conn:
-        provider = _provider(conn, provider_uuid)
+        provider = providers.require_by_uuid(conn, provider_uuid)
         return provider, repo.get_inventories(conn, provider.id)
 
 
@@ -68,7 +58,7 @@ def show_inventory(
     """The provider and its inventory of one class. Raises ``NotFound`` (404) for an unknown
     provider or a class the provider has no inventory of (unknown classes included)."""
     with database.read() as conn:
-        provider = _provider(conn, provider_uuid)
+        provider = providers.require_by_uuid(conn, provider_uuid)
         record = repo.get_inventory(conn, provider.id, resource_class)
     if record is None:
         raise NotFound(f"No inventory of class {resource_class} for {provider_uuid}")
@@ -91,7 +81,7 @@ def set_inventories(
     of a kept class (allowed, logged).
     """
     with database.write() as conn:
-        provider = _provider(conn, provider_uuid)
+        provider = providers.require_by_uuid(conn, provider_uuid)
         _check_generation(provider, generation)
         for name, fields in inventories.items():
             _check_capacity("update", name, provider.uuid, fields, reserved_may_equal_total)
@@ -139,7 +129,7 @@ def create_inventory(
     or the provider changed meanwhile.
     """
     with database.write() as conn:
-        provider = _provider(conn, provider_uuid)
+        provider = providers.require_by_uuid(conn, provider_uuid)
         prefix = f"Unable to create inventory for resource provider {provider.uuid}"
         _check_capacity("create", resource_class, provider.uuid, fields, reserved_may_equal_total)
         class_id = names.resource_class_ids(conn, [resource_class]).get(resource_class)
@@ -177,7 +167,7 @@ def update_inventory(
     provider has no inventory of the class. Capacity may fall below usage (allowed, logged).
     """
     with database.write() as conn:
-        provider = _provider(conn, provider_uuid)
+        provider = providers.require_by_uuid(conn, provider_uuid)
         _check_generation(provider, generation)
         _check_capacity("update", resource_class, provider.uuid, fields, reserved_may_equal_total)
         class_id = names.resource_class_ids(conn, [resource_class]).get(resource_class)
@@ -204,7 +194,7 @@ def delete_inventory(*, database: Database, provider_uuid: str, resource_class: 
     ``placement.inventory.inuse``; we keep its code.)
     """
     with database.write() as conn:
-        provider = _provider(conn, provider_uuid)
+        provider = providers.require_by_uuid(conn, provider_uuid)
         class_id = names.resource_class_ids(conn, [resource_class]).get(resource_class)
         if class_id is None:
             raise NotFound(
@@ -228,6 +218,6 @@ def delete_inventories(*, database: Database, provider_uuid: str) -> None:
     Raises ``NotFound`` (404) and ``InventoryInUse`` (409) when any class has allocations.
     """
     with database.write() as conn:
-        provider = _provider(conn, provider_uuid)
+        provider = providers.require_by_uuid(conn, provider_uuid)
         providers.increment_generation(conn, provider)
         repo.replace_inventories(conn, provider, {})

@@ -23,7 +23,7 @@ from sqlalchemy.exc import IntegrityError
 from placement_numa.db.database import Database
 from placement_numa.db.repositories import numa_distances as repo
 from placement_numa.db.repositories import providers
-from placement_numa.errors import ConcurrentUpdate, NotFound
+from placement_numa.errors import ConcurrentUpdate, NotFound, ResourceProviderNotFound
 from placement_numa.numa.distances import InvalidDistances, cell_id_from_name, validate_matrix
 
 __all__ = [
@@ -53,7 +53,7 @@ class NumaDistances:
 
 
 def _root_and_cells(conn: Any, uuid: str) -> tuple[providers.ProviderRow, dict[int, str]]:
-    provider = providers.require_by_uuid(conn, uuid)
+    provider = providers.require_by_uuid(conn, uuid, error=ResourceProviderNotFound)
     if provider.parent_provider_id is not None:
         raise InvalidDistances(
             f"resource provider {uuid} is not a compute node (root provider); NUMA distances"
@@ -112,7 +112,7 @@ def set_distances(
 def delete_distances(*, database: Database, uuid: str, generation: int | None = None) -> None:
     """Remove the matrix; with ``generation`` it must still be current (409 otherwise)."""
     with database.write() as conn:
-        provider = providers.require_by_uuid(conn, uuid)
+        provider = providers.require_by_uuid(conn, uuid, error=ResourceProviderNotFound)
         current = repo.get(conn, provider.id)
         if current is None:
             raise NumaDistancesNotFound(f"No NUMA distances for resource provider {uuid}")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import uuid as uuidlib
 from dataclasses import dataclass
 
-from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from placement_numa.db.database import Database
@@ -24,7 +23,6 @@ from placement_numa.errors import (
     BadRequest,
     CannotDeleteParent,
     DuplicateName,
-    NotFound,
     ResourceProviderInUse,
 )
 
@@ -35,7 +33,6 @@ __all__ = [
     "create_provider",
     "update_provider",
     "delete_provider",
-    "require_provider",
 ]
 
 
@@ -47,19 +44,10 @@ class _Unset:
 UNSET = _Unset()
 
 
-def require_provider(conn: Connection, uuid: str, suffix: str = "") -> ProviderRow:
-    """The provider ``uuid`` or ``NotFound`` (404, ``placement.undefined_code``, Placement's
-    "No resource provider with uuid ... found")."""
-    provider = repo.get_by_uuid(conn, uuid)
-    if provider is None:
-        raise NotFound(f"No resource provider with uuid {uuid} found{suffix}")
-    return provider
-
-
 def get_provider(database: Database, *, uuid: str) -> ProviderRow:
     """One provider by uuid. Raises ``NotFound`` (404)."""
     with database.read() as conn:
-        return require_provider(conn, uuid)
+        return repo.require_by_uuid(conn, uuid)
 
 
 def list_providers(database: Database, *, filters: ProviderFilters) -> list[ProviderRow]:
@@ -194,14 +182,14 @@ def update_provider(
         )
 
     with database.write() as conn:
-        provider = require_provider(conn, uuid)
+        provider = repo.require_by_uuid(conn, uuid)
         if not isinstance(parent_uuid, _Unset):
             # Serialise concurrent moves touching these trees (two crossing moves could
             # otherwise both pass the loop check), then re-read what the checks use.
             target = repo.get_by_uuid(conn, _canonical(parent_uuid)) if parent_uuid else None
             roots = {provider.root_provider_id} | ({target.root_provider_id} if target else set())
             repo.lock_providers(conn, repo.tree_ids(conn, roots))
-            provider = require_provider(conn, uuid)
+            provider = repo.require_by_uuid(conn, uuid)
         parent_id = provider.parent_provider_id
         root_id = provider.root_provider_id
         moved: set[int] = set()
@@ -247,7 +235,7 @@ def delete_provider(database: Database, *, uuid: str) -> None:
     allocations.
     """
     with database.write() as conn:
-        provider = require_provider(conn, uuid, suffix=" for delete")
+        provider = repo.require_by_uuid(conn, uuid, suffix=" for delete")
         repo.lock_providers(conn, [provider.id])
         if repo.has_children(conn, provider.id):
             raise _cannot_delete_parent(uuid)

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sqlalchemy.engine import Connection
-
 from placement_numa.db.database import Database
 from placement_numa.db.repositories import providers
 from placement_numa.db.repositories import traits as repo
@@ -28,13 +26,6 @@ __all__ = [
     "set_provider_traits",
     "delete_provider_traits",
 ]
-
-
-def _provider(conn: Connection, uuid: str) -> ProviderRow:
-    provider = providers.get_by_uuid(conn, uuid)
-    if provider is None:
-        raise NotFound(f"No resource provider with uuid {uuid} found")
-    return provider
 
 
 def _not_found(name: str) -> NotFound:
@@ -91,7 +82,7 @@ def provider_traits(
 ) -> tuple[ProviderRow, list[TraitRow]]:
     """The provider and its traits (sorted by name). Raises ``NotFound`` (404)."""
     with database.read() as conn:
-        provider = _provider(conn, provider_uuid)
+        provider = providers.require_by_uuid(conn, provider_uuid)
         return provider, repo.provider_traits(conn, provider.id)
 
 
@@ -105,7 +96,7 @@ def set_provider_traits(
     """
     wanted = set(names)
     with database.write() as conn:
-        provider = _provider(conn, provider_uuid)
+        provider = providers.require_by_uuid(conn, provider_uuid)
         if provider.generation != generation:
             raise ConcurrentUpdate(
                 "Resource provider's generation already changed. Please update the generation"
@@ -130,7 +121,7 @@ def delete_provider_traits(*, database: Database, provider_uuid: str) -> None:
     Raises ``NotFound`` (404) and ``ConcurrentUpdate`` (409) if the provider changed meanwhile.
     """
     with database.write() as conn:
-        provider = _provider(conn, provider_uuid)
+        provider = providers.require_by_uuid(conn, provider_uuid)
         if repo.provider_traits(conn, provider.id):
             providers.increment_generation(conn, provider)
             repo.set_provider_traits(conn, provider.id, [])

@@ -5,7 +5,6 @@ from __future__ import annotations
 from placement_numa.db.database import Database
 from placement_numa.db.repositories import providers
 from placement_numa.db.repositories import usages as usage_repo
-from placement_numa.errors import NotFound
 
 __all__ = ["for_provider", "for_project", "for_project_by_consumer_type"]
 
@@ -16,10 +15,8 @@ def for_provider(*, database: Database, provider_uuid: str) -> tuple[int, dict[s
     Raises ``NotFound`` (404) for an unknown provider.
     """
     with database.read() as conn:
-        provider = providers.get_by_uuid(conn, provider_uuid)
-        if provider is None:
-            message = f"No resource provider with uuid {provider_uuid} found"
-            raise NotFound(f"{message}: {message}")
+        message = f"No resource provider with uuid {provider_uuid} found"
+        provider = providers.require_by_uuid(conn, provider_uuid, suffix=f": {message}")
         return provider.generation, usage_repo.for_provider(conn, provider.id)
 
 

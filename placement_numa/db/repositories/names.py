@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
+from sqlalchemy.sql.elements import ColumnElement
 
 from placement_numa.db.repositories.keys import find_or_insert_id
 from placement_numa.db.repositories.providers import utcnow
@@ -14,39 +16,29 @@ from placement_numa.db.tables import projects, resource_classes, traits, users
 __all__ = ["resource_class_ids", "resource_class_names", "trait_ids", "ensure_external_id"]
 
 
-def resource_class_ids(conn: Connection, names: Iterable[str]) -> dict[str, int]:
-    """``{name: id}`` for the resource classes among ``names`` that exist (unknown ones absent)."""
-    wanted = set(names)
+def _lookup(
+    conn: Connection, key: ColumnElement[Any], value: ColumnElement[Any], wanted: Iterable[Any]
+) -> dict[Any, Any]:
+    """``{key: value}`` for the rows whose ``key`` is in ``wanted`` (one query; none if empty)."""
+    wanted = set(wanted)
     if not wanted:
         return {}
-    rows = conn.execute(
-        select(resource_classes.c.name, resource_classes.c.id).where(
-            resource_classes.c.name.in_(wanted)
-        )
-    )
-    return {name: id_ for name, id_ in rows}
+    return {k: v for k, v in conn.execute(select(key, value).where(key.in_(wanted)))}
+
+
+def resource_class_ids(conn: Connection, names: Iterable[str]) -> dict[str, int]:
+    """``{name: id}`` for the resource classes among ``names`` that exist (unknown ones absent)."""
+    return _lookup(conn, resource_classes.c.name, resource_classes.c.id, names)
 
 
 def resource_class_names(conn: Connection, ids: Iterable[int]) -> dict[int, str]:
     """``{id: name}`` for the given resource class ids."""
-    wanted = set(ids)
-    if not wanted:
-        return {}
-    rows = conn.execute(
-        select(resource_classes.c.id, resource_classes.c.name).where(
-            resource_classes.c.id.in_(wanted)
-        )
-    )
-    return {id_: name for id_, name in rows}
+    return _lookup(conn, resource_classes.c.id, resource_classes.c.name, ids)
 
 
 def trait_ids(conn: Connection, names: Iterable[str]) -> dict[str, int]:
     """``{name: id}`` for the traits among ``names`` that exist (unknown ones absent)."""
-    wanted = set(names)
-    if not wanted:
-        return {}
-    rows = conn.execute(select(traits.c.name, traits.c.id).where(traits.c.name.in_(wanted)))
-    return {name: id_ for name, id_ in rows}
+    return _lookup(conn, traits.c.name, traits.c.id, names)
 
 
 def ensure_external_id(conn: Connection, table_name: str, external_id: str) -> int:

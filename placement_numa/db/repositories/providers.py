@@ -21,7 +21,7 @@ from placement_numa.db.tables import (
     resource_provider_traits,
 )
 from placement_numa.db.tables import resource_providers as rp
-from placement_numa.errors import ConcurrentUpdate, ResourceProviderNotFound
+from placement_numa.errors import ConcurrentUpdate, NotFound
 
 __all__ = [
     "ProviderRow",
@@ -93,11 +93,19 @@ def get_by_uuid(conn: Connection, uuid: str) -> ProviderRow | None:
     return ProviderRow(**row) if row else None
 
 
-def require_by_uuid(conn: Connection, uuid: str) -> ProviderRow:
-    """The provider with ``uuid``; raises ``ResourceProviderNotFound`` (404) when absent."""
+def require_by_uuid(
+    conn: Connection, uuid: str, *, suffix: str = "", error: type[NotFound] = NotFound
+) -> ProviderRow:
+    """The provider with ``uuid``.
+
+    Raises ``error`` (404) with Placement's "No resource provider with uuid ... found"
+    (+ ``suffix``) when absent: plain ``NotFound`` (``placement.undefined_code``) as on
+    Placement's provider routes; callers pass ``ResourceProviderNotFound`` where the specific
+    code applies.
+    """
     provider = get_by_uuid(conn, uuid)
     if provider is None:
-        raise ResourceProviderNotFound(f"No resource provider with uuid {uuid} found")
+        raise error(f"No resource provider with uuid {uuid} found{suffix}")
     return provider
 
 
