@@ -1,7 +1,9 @@
 """``create_app(settings)``: the FastAPI application, with everything hung off ``app.state``.
 
-``app.state.settings``: the ``Settings``; ``app.state.database``: the ``Database`` (engine and
-transactions). Nothing is created at import time.
+``app.state.settings``: the ``Settings``; ``app.state.conf``: the oslo.config ``ConfigOpts`` of
+``settings.config_file`` (libraries such as keystonemiddleware and oslo.policy register their
+sections on it); ``app.state.database``: the ``Database`` (engine and transactions). Nothing is
+created at import time. This is the one app factory: middleware and settings hang off it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from placement_numa.api.deps import check_accept
 from placement_numa.api.errors import install_error_handlers
 from placement_numa.api.middleware import PlacementMiddleware
 from placement_numa.api.routers import ROUTERS
+from placement_numa.conf import load_config
 from placement_numa.db import migrate
 from placement_numa.db.database import Database
 from placement_numa.db.standard_names import sync_standard_names
@@ -86,6 +89,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         dependencies=[Depends(check_accept)],
     )
     app.state.settings = settings
+    app.state.conf = load_config(settings.config_file)
     app.state.database = Database(settings.database_url)
     for router in ROUTERS:
         app.include_router(router)

@@ -1,15 +1,30 @@
-"""Service settings, read from the environment with the prefix ``PLACEMENT_NUMA_``.
+"""Service settings: one typed object, read from flags, the environment and placement.conf.
+
+Precedence, highest first: keyword arguments (the CLI's flags), ``PLACEMENT_NUMA_*`` environment
+variables, the configuration file (``config_file``, read with oslo.config: see
+``placement_numa/conf.py``), then the defaults below. A field tagged with
+``json_schema_extra=conf_option("section", "option")`` is read from that option of the file.
 
 Nothing here is instantiated at import time: ``create_app(settings)`` and the CLI build a
 ``Settings`` object explicitly, so tests can switch backends per test run.
+
+Settings are grouped by concern, one block each; add a field to the block it belongs to.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+from placement_numa.conf import conf_option, load_config, settings_file_values
 
 __all__ = ["Settings", "DEFAULT_DATABASE_URL"]
 
@@ -26,10 +41,19 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="PLACEMENT_NUMA_", extra="ignore")
 
+    # --- the configuration file itself ---
+    config_file: Path | None = Field(
+        default=None,
+        description="placement.conf (oslo.config INI); flags and environment variables win.",
+    )
+
+    # --- database ---
     database_url: str = Field(
         default=DEFAULT_DATABASE_URL,
         description="SQLAlchemy URL; SQLite file in the working directory when unset.",
+        json_schema_extra=conf_option("placement_database", "connection"),
     )
+    # --- HTTP server and processes ---
     host: str = Field(default="127.0.0.1", description="Address the HTTP server binds.")
     port: int = Field(default=8778, ge=1, le=65535, description="Placement's port by default.")
     workers: int = Field(default=1, ge=1, le=64, description="uvicorn worker processes.")
@@ -46,11 +70,32 @@ class Settings(BaseSettings):
         default=None,
         description="Alembic script directory; the repository's migrations/ by default.",
     )
+    log_level: str = Field(default="info", description="Log level of the service's loggers.")
+
+    # --- authentication, policy, CORS (issue 9) ---
+
+    # --- allocation candidates ([placement]) ---
     randomize_allocation_candidates: bool = Field(
         default=False,
         description="Shuffle allocation candidates before applying limit (Placement's option).",
+        json_schema_extra=conf_option("placement", "randomize_allocation_candidates"),
     )
-    log_level: str = Field(default="info")
+
+    # --- limits and timeouts (issue 10) ---
+
+    # --- observability: metrics and logs (issue 12) ---
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Flags (init arguments), then the environment, then placement.conf."""
+        return (init_settings, env_settings, _ConfigFileSource(settings_cls))
 
     @field_validator("database_url")
     @classmethod
@@ -61,3 +106,18 @@ class Settings(BaseSettings):
         if value.startswith("mysql://") or value.startswith("mariadb://"):
             return "mysql+pymysql://" + value.split("://", 1)[1]
         return value
+
+
+class _ConfigFileSource(PydanticBaseSettingsSource):
+    """Values from the oslo.config file named by ``config_file`` (from a flag or the env)."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        """Unused: ``__call__`` reads every field at once."""
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        """The file's values for the fields it sets; ``{}`` without a file."""
+        config_file = self.current_state.get("config_file")
+        if not config_file:
+            return {}
+        return settings_file_values(load_config(config_file), dict(self.settings_cls.model_fields))

@@ -17,6 +17,10 @@ __all__ = ["register"]
 def register(subparsers: Any) -> None:
     """Add the ``serve`` subcommand to ``subparsers`` (argparse)."""
     parser = subparsers.add_parser("serve", help="run the Placement API service")
+    parser.add_argument(
+        "--config-file",
+        help="placement.conf to read (oslo.config INI; flags and PLACEMENT_NUMA_* variables win)",
+    )
     parser.add_argument("--host", help="bind address (default 127.0.0.1)")
     parser.add_argument("--port", type=int, help="port (default 8778)")
     parser.add_argument("--workers", type=int, help="uvicorn worker processes (default 1)")
@@ -41,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
             "port": args.port,
             "workers": args.workers,
             "database_url": args.database_url,
+            "config_file": args.config_file,
         }.items()
         if value is not None
     }
@@ -51,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
         prepare_database(settings)
     # Workers read their settings from the environment; they must not migrate concurrently.
     os.environ["PLACEMENT_NUMA_DATABASE_URL"] = settings.database_url
+    if settings.config_file is not None:
+        os.environ["PLACEMENT_NUMA_CONFIG_FILE"] = str(settings.config_file)
     os.environ["PLACEMENT_NUMA_AUTO_MIGRATE"] = "false"
     if getattr(args, "demo", False):
         from placement_numa.cli.demo import load_when_up
