@@ -31,6 +31,7 @@ __all__ = [
     "get_by_id",
     "increment_generation",
     "lock_providers",
+    "try_lock_providers",
     "insert_provider",
     "update_provider",
     "set_root",
@@ -149,6 +150,24 @@ def lock_providers(conn: Connection, provider_ids: list[int]) -> None:
         .order_by(rp.c.id)
         .with_for_update()
     ).all()
+
+
+def try_lock_providers(conn: Connection, provider_ids: list[int]) -> bool:
+    """Lock the provider rows like ``lock_providers`` without waiting: ``SELECT ... FOR UPDATE
+    SKIP LOCKED`` (PostgreSQL, MariaDB 10.6+). True when every row is now locked by this
+    transaction; False when another transaction holds some of them (the rows that were free stay
+    locked until this transaction or its savepoint ends). SQLite: always True (its writers are
+    serialised by ``BEGIN IMMEDIATE``)."""
+    wanted = sorted(set(provider_ids))
+    if not wanted or conn.dialect.name == "sqlite":
+        return True
+    got = conn.execute(
+        select(rp.c.id)
+        .where(rp.c.id.in_(wanted))
+        .order_by(rp.c.id)
+        .with_for_update(skip_locked=True)
+    ).all()
+    return len(got) == len(wanted)
 
 
 def uuid_or_name_taken(conn: Connection, *, uuid: str | None, name: str | None) -> list[str]:

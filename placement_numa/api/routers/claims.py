@@ -1,0 +1,121 @@
+"""Route (extension): ``POST /allocation_candidates/claim`` — schedule and claim in one call.
+
+Takes the body of ``POST /allocation_candidates`` plus the consumer of a ``PUT /allocations``
+(``api/schemas/claims.py``), searches the NUMA-ranked candidates and, in one transaction,
+claims the first one that still fits (``services/claims.py``). Microversion 1.36+, as
+``POST /allocation_candidates``. Response (200)::
+
+    {"consumer_uuid": "7c0c...", "consumer_generation": 1,
+     "allocation_request": {"allocations": {rp_uuid: {"resources": {...}}},
+                            "mappings": {suffix: [rp_uuid]},
+                            "numa": {"host": "cn1", "cells": [0, 1], "width": 2, ...}},
+     "alternates": [<allocation requests on other hosts, best first>],
+     "claim": {"attempts": 1, "rounds": 1}}
+
+Errors: 400 for a bad body or flavor (``placement_numa.flavor.invalid``); 409
+``placement_numa.claim.no_room`` when nothing fits (``requested`` and ``lacking`` per resource
+class in the error object), 409 ``placement.concurrent_update`` for a stale consumer
+generation, 409 ``placement_numa.claim.contended`` when every fresh candidate was taken by
+others first (retry).
+"""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+from typing import Any
+
+from fastapi import APIRouter, Depends
+
+from placement_numa.api import microversion as mv
+from placement_numa.api.deps import DatabaseDep, JsonBody, VersionDep, body_doc, require_version
+from placement_numa.api.deps import validate as validate_body
+from placement_numa.api.engine_dep import EngineDep
+from placement_numa.api.responses import PlacementJSONResponse, json_response
+from placement_numa.api.routers.numa_candidates import _numa_block
+from placement_numa.api.schemas.claims import ClaimBody
+from placement_numa.api.schemas.numa_candidates import query_from_json
+from placement_numa.numa.flavor import Flavor, ImageProperties
+from placement_numa.services import claims as service
+from placement_numa.services.numa_candidates import NumaOptions, RankedCandidate
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["allocation candidates"])
+
+
+def _allocation_request(ranked: RankedCandidate) -> dict[str, Any]:
+    """One candidate as an allocation request (1.39 shape) with its ``numa`` block."""
+    providers = ranked.fleet.providers
+    allocations: dict[str, dict[str, dict[str, int]]] = {}
+    for index, rc, amount in ranked.candidate.allocations:
+        resources = allocations.setdefault(providers[index].uuid, {"resources": {}})["resources"]
+        resources[rc] = resources.get(rc, 0) + amount
+    mappings = {
+        g.suffix or "": [providers[p].uuid for p in g.providers] for g in ranked.candidate.groups
+    }
+    return {"allocations": allocations, "mappings": mappings, "numa": _numa_block(ranked)}
+
+
+@router.post(
+    "/allocation_candidates/claim",
+    summary="Search NUMA-ranked candidates and claim the best that fits, atomically (extension)",
+    dependencies=[Depends(require_version(mv.SAME_SUBTREE))],
+    openapi_extra=body_doc(
+        ClaimBody, "what POST /allocation_candidates takes, plus the consumer to claim for"
+    ),
+    responses={
+        200: {"description": "The claimed allocation request, the consumer's new generation"},
+        409: {
+            "description": (
+                "Nothing fits (placement_numa.claim.no_room, with requested and lacking), a stale"
+                " consumer generation (placement.concurrent_update), or every fresh candidate"
+                " claimed by others first (placement_numa.claim.contended)"
+            )
+        },
+    },
+)
+def post_claim(
+    version: VersionDep, database: DatabaseDep, body: JsonBody, engine: EngineDep
+) -> PlacementJSONResponse:
+    """Claim the best NUMA fit for a consumer in one transaction (``services/claims.py``)."""
+    data = validate_body(ClaimBody, body)
+    request = service.ClaimRequest(
+        consumer_uuid=str(uuidlib.UUID(data.consumer_uuid)),
+        project_id=data.project_id,
+        user_id=data.user_id,
+        consumer_generation=data.consumer_generation,
+        consumer_type=data.consumer_type,
+        alternates=data.alternates,
+    )
+    options = NumaOptions(
+        prefer_closest=data.prefer_closest_numa_nodes,
+        distribute=data.distribute_cpus_across_numa,
+    )
+    window = data.limit or service.DEFAULT_WINDOW
+    if data.flavor is not None:
+        claimed = service.claim_for_flavor(
+            database=database,
+            engine=engine,
+            flavor=Flavor(**data.flavor.model_dump()),
+            image=ImageProperties(data.image_properties()) if data.image else None,
+            options=options,
+            request=request,
+            window=window,
+        )
+    else:
+        claimed = service.claim_for_query(
+            database=database,
+            engine=engine,
+            query=query_from_json(data.query or {}),
+            options=options,
+            request=request,
+            window=window,
+        )
+    answer = {
+        "consumer_uuid": request.consumer_uuid,
+        "consumer_generation": claimed.consumer_generation,
+        "allocation_request": _allocation_request(claimed.chosen),
+        "alternates": [_allocation_request(r) for r in claimed.alternates],
+        "claim": {"attempts": claimed.attempts, "rounds": claimed.rounds},
+    }
+    return json_response(answer, version, cache=False)
