@@ -23,6 +23,7 @@ from placement_numa.api.routers import ROUTERS
 from placement_numa.conf import load_config
 from placement_numa.db import migrate
 from placement_numa.db.database import Database
+from placement_numa.db.migration_lock import migration_lock
 from placement_numa.db.standard_names import sync_standard_names
 from placement_numa.settings import Settings
 
@@ -44,14 +45,16 @@ Extensions to Placement: standard traits `MEMORY_PAGE_SIZE_SMALL`, `MEMORY_PAGE_
 
 
 def prepare_database(settings: Settings) -> None:
-    """Apply migrations and sync the standard trait and resource class names."""
-    migrate.upgrade(settings.database_url, migrations_dir=settings.migrations_dir)
-    database = Database(settings.database_url)
-    try:
-        with database.write() as conn:
-            sync_standard_names(conn)
-    finally:
-        database.dispose()
+    """Apply migrations and sync the standard trait and resource class names, under the
+    migration lock (several workers starting at once migrate one after the other)."""
+    with migration_lock(settings.database_url):
+        migrate.upgrade(settings.database_url, migrations_dir=settings.migrations_dir, lock=False)
+        database = Database(settings.database_url)
+        try:
+            with database.write() as conn:
+                sync_standard_names(conn)
+        finally:
+            database.dispose()
 
 
 def build_openapi(app: FastAPI) -> dict[str, Any]:

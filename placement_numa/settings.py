@@ -68,7 +68,7 @@ class Settings(BaseSettings):
     )
     migrations_dir: Path | None = Field(
         default=None,
-        description="Alembic script directory; the repository's migrations/ by default.",
+        description="Alembic script directory; the package's own migrations/ by default.",
     )
     log_level: str = Field(default="info", description="Log level of the service's loggers.")
 

@@ -7,6 +7,8 @@ import argparse
 import importlib
 import sys
 
+from placement_numa import __version__
+
 __all__ = ["main", "COMMAND_MODULES"]
 
 # One entry per sub-command module (each defines ``register(subparsers)``).
@@ -26,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="placement-numa",
         description="A NUMA-aware OpenStack Placement compatible service.",
     )
+    parser.add_argument("--version", action="version", version=f"placement-numa {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)

@@ -1,0 +1,86 @@
+"""Run a real service as a subprocess for a test: start it, wait until ``/`` answers, stop it.
+
+Ports: tests of issue 12 use 19200-19299 only (``PORTS``), one fixed port per test so parallel
+workers do not collide. The service runs with ``PLACEMENT_NUMA_AUTH_STRATEGY=noauth2`` unless
+the caller's environment says otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement 1.39"}
+
+
+@dataclass
+class RunningService:
+    process: subprocess.Popen[bytes]
+    base_url: str
+    log: Path
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(base_url=self.base_url, headers=HEADERS, timeout=30)
+
+
+def service_env(**extra: str) -> dict[str, str]:
+    """This process's environment minus any PLACEMENT_NUMA_* setting, plus noauth2 and
+    ``extra`` (names without the prefix are taken as-is)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PLACEMENT_NUMA_")}
+    env["PLACEMENT_NUMA_AUTH_STRATEGY"] = "noauth2"
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra)
+    return env
+
+
+@contextmanager
+def running(
+    argv: Sequence[str],
+    port: int,
+    log: Path,
+    *,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout: float = 60.0,
+) -> Iterator[RunningService]:
+    """Start ``argv`` (a server listening on 127.0.0.1:``port``), yield once ``/`` answers 200,
+    then terminate it (SIGTERM, SIGKILL after 15 s). Fails with the log tail if it dies."""
+    with open(log, "wb") as log_file:
+        process = subprocess.Popen(
+            list(argv),
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            env=env if env is not None else service_env(),
+            cwd=cwd,
+        )
+    base_url = f"http://127.0.0.1:{port}"
+    service = RunningService(process, base_url, log)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if httpx.get(base_url + "/", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"service did not start: {service.log_text()[-3000:]}")
+            time.sleep(0.2)
+        yield service
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
