@@ -19,6 +19,7 @@ from placement_numa.api import microversion as mv
 from placement_numa.api.deps import check_accept
 from placement_numa.api.errors import install_error_handlers
 from placement_numa.api.middleware import PlacementMiddleware
+from placement_numa.api.request_guard import RequestGuardMiddleware
 from placement_numa.api.routers import ROUTERS
 from placement_numa.conf import load_config
 from placement_numa.db import migrate
@@ -97,6 +98,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in ROUTERS:
         app.include_router(router)
     install_error_handlers(app)
+    app.add_middleware(
+        RequestGuardMiddleware,
+        max_body_size=settings.max_request_body_size,
+        max_query_length=settings.max_query_string_length,
+        body_timeout=settings.body_read_timeout,
+    )
     app.add_middleware(PlacementMiddleware)
 
     def _openapi() -> dict[str, Any]:

@@ -6,7 +6,8 @@
     ├── BadRequest                      (400)
     │   ├── QueryBadValue               (400, placement.query.bad_value)
     │   ├── QueryMissingValue           (400, placement.query.missing_value)
-    │   └── QueryDuplicateKey           (400, placement.query.duplicate_key)
+    │   ├── QueryDuplicateKey           (400, placement.query.duplicate_key)
+    │   └── LimitExceeded               (400, placement.limit.*: a documented cap, see README)
     ├── Unauthorized                    (401)
     ├── Forbidden                       (403)
     ├── NotFound                        (404)
@@ -19,7 +20,9 @@
     │   ├── InventoryInUse              (409, placement.inventory.inuse)
     │   ├── ResourceProviderInUse       (409, placement.resource_provider.inuse)
     │   └── CannotDeleteParent          (409, placement.resource_provider.cannot_delete_parent)
-    └── UnsupportedMediaType            (415)
+    ├── PayloadTooLarge                 (413, placement.limit.body_size)
+    ├── UnsupportedMediaType            (415)
+    └── ServiceUnavailable              (503, placement.db.*, with Retry-After)
 
 Services and parsers raise these; only ``placement_numa.api.errors`` turns them into HTTP
 responses. Nothing below the API layer imports FastAPI.
@@ -48,6 +51,9 @@ __all__ = [
     "ResourceProviderInUse",
     "CannotDeleteParent",
     "UnsupportedMediaType",
+    "LimitExceeded",
+    "PayloadTooLarge",
+    "ServiceUnavailable",
 ]
 
 
@@ -102,6 +108,15 @@ class QueryDuplicateKey(BadRequest):
     """400: a query parameter is given twice."""
 
     default_code = "placement.query.duplicate_key"
+
+
+class LimitExceeded(BadRequest):
+    """400: the request exceeds a documented cap that bounds the work it causes (request groups,
+    resource classes per group, JSON nesting, query-string length). Each cap has its own code:
+    ``placement.limit.request_groups``, ``placement.limit.resource_classes``,
+    ``placement.limit.json_depth``, ``placement.limit.query_length``."""
+
+    default_code = "placement.limit.exceeded"
 
 
 class Unauthorized(PlacementError):
@@ -187,3 +202,23 @@ class UnsupportedMediaType(PlacementError):
 
     status = 415
     title = "Unsupported Media Type"
+
+
+class PayloadTooLarge(PlacementError):
+    """413: the request body exceeds ``[oslo_middleware] max_request_body_size`` (as
+    oslo.middleware's ``RequestBodySizeLimiter`` answers)."""
+
+    status = 413
+    title = "Request Entity Too Large"
+    default_code = "placement.limit.body_size"
+
+
+class ServiceUnavailable(PlacementError):
+    """503: the database cannot serve the request now (unreachable, pool exhausted, statement or
+    lock timeout, retries exhausted); carries ``Retry-After``. Codes: ``placement.db.unavailable``,
+    ``placement.db.pool_exhausted``, ``placement.db.timeout``, ``placement.db.retries_exhausted``.
+    """
+
+    status = 503
+    title = "Service Unavailable"
+    default_code = "placement.db.unavailable"

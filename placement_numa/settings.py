@@ -82,6 +82,70 @@ class Settings(BaseSettings):
     )
 
     # --- limits and timeouts (issue 10) ---
+    # Input caps: each bounds the work one request can cause, checked before the work starts.
+    max_request_body_size: int = Field(
+        default=1_048_576,
+        ge=1024,
+        description=(
+            "Largest request body accepted, in bytes; larger ones get 413"
+            " placement.limit.body_size (oslo.middleware's option)."
+        ),
+        json_schema_extra=conf_option("oslo_middleware", "max_request_body_size"),
+    )
+    max_json_depth: int = Field(
+        default=32,
+        ge=8,
+        le=512,
+        description="Deepest JSON nesting accepted in a body (400 placement.limit.json_depth).",
+        json_schema_extra=conf_option("placement", "max_json_depth"),
+    )
+    max_query_string_length: int = Field(
+        default=32_768,
+        ge=1024,
+        description=("Longest query string accepted, in bytes (400 placement.limit.query_length)."),
+        json_schema_extra=conf_option("placement", "max_query_string_length"),
+    )
+    max_request_groups: int = Field(
+        default=64,
+        ge=1,
+        description=(
+            "Most request groups in one allocation candidates query"
+            " (400 placement.limit.request_groups)."
+        ),
+        json_schema_extra=conf_option("placement", "max_request_groups"),
+    )
+    max_resource_classes_per_group: int = Field(
+        default=64,
+        ge=1,
+        description=(
+            "Most resource classes in one request group or resources= filter"
+            " (400 placement.limit.resource_classes)."
+        ),
+        json_schema_extra=conf_option("placement", "max_resource_classes_per_group"),
+    )
+
+    # Timeouts of the built-in HTTP server (seconds).
+    header_read_timeout: float = Field(
+        default=30.0,
+        gt=0,
+        description=(
+            "Seconds a connection may take to send a complete request line and headers"
+            " (idle connections included); then it is closed."
+        ),
+        json_schema_extra=conf_option("placement", "header_read_timeout"),
+    )
+    body_read_timeout: float = Field(
+        default=30.0,
+        gt=0,
+        description="Seconds to wait for each chunk of a request body (408 after that).",
+        json_schema_extra=conf_option("placement", "body_read_timeout"),
+    )
+    keep_alive_timeout: float = Field(
+        default=5.0,
+        gt=0,
+        description="Seconds an idle keep-alive connection stays open between requests.",
+        json_schema_extra=conf_option("placement", "keep_alive_timeout"),
+    )
 
     # --- observability: metrics and logs (issue 12) ---
 

@@ -97,6 +97,25 @@ def _all(pairs: Sequence[tuple[str, str]], key: str) -> list[str]:
     return [v for k, v in pairs if k == key]
 
 
+# Longest ``limit`` read as a number: 18 digits always fit in a signed 64-bit integer, and a
+# longer one would make ``int()`` do work proportional to what the client sent.
+_LIMIT_DIGITS = 18
+
+
+def _parse_limit(value: str) -> int:
+    """The first ``limit`` value as an int >= 1; 400 for anything else or more than 18 digits."""
+    if not re.match(_LIMIT_PATTERN, value):
+        raise BadRequest(
+            f"{_INVALID}: '{value[:64]}' does not match '{_LIMIT_PATTERN}'  Failed validating"
+            " 'pattern' in schema['properties']['limit']"
+        )
+    if len(value) > _LIMIT_DIGITS:
+        raise QueryBadValue(
+            f"{_INVALID}: limit has {len(value)} digits; at most {_LIMIT_DIGITS} are allowed."
+        )
+    return int(value)
+
+
 def _parse_root_required(values: list[str]) -> tuple[frozenset[str], frozenset[str]]:
     if len(values) > 1:
         raise QueryDuplicateKey("Query parameter 'root_required' may be specified only once.")
@@ -144,7 +163,7 @@ def parse_candidate_query(
 
     # step 2: request-wide parameters (Placement takes the first limit and group_policy)
     limits = _all(pairs, "limit")
-    limit = int(limits[0]) if limits else None
+    limit = _parse_limit(limits[0]) if limits else None
     policies = _all(pairs, "group_policy")
     group_policy: GroupPolicy | None = None
     if policies:

@@ -17,6 +17,7 @@ from fastapi import Depends, Request
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from placement_numa.api import microversion as mv
+from placement_numa.api.limits import check_json, get_limits
 from placement_numa.api.schema_errors import describe
 from placement_numa.db.database import Database
 from placement_numa.errors import BadRequest, NotAcceptable, NotFound, UnsupportedMediaType
@@ -75,8 +76,9 @@ def get_database(request: Request) -> Database:
 async def get_json_body(request: Request) -> Any:
     """Parse the request body as JSON.
 
-    Raises ``UnsupportedMediaType`` (415) unless the content type is ``application/json`` and
-    ``BadRequest`` (400) when the body is not valid JSON.
+    Raises ``UnsupportedMediaType`` (415) unless the content type is ``application/json``,
+    ``BadRequest`` (400) when the body is not valid JSON or holds a NUL character and
+    ``LimitExceeded`` (400) when it nests deeper than ``max_json_depth`` (``api/limits.py``).
     """
     content_type = request.headers.get("content-type", "")
     if content_type.split(";")[0].strip().lower() != "application/json":
@@ -85,9 +87,11 @@ async def get_json_body(request: Request) -> Any:
         )
     raw = await request.body()
     try:
-        return orjson.loads(raw)
+        document = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise BadRequest(f"Malformed JSON: {exc}") from None
+    check_json(document, get_limits(request))  # nesting depth and NUL characters
+    return document
 
 
 VersionDep = Annotated[mv.Microversion, Depends(get_version)]

@@ -32,12 +32,16 @@ __all__ = [
     "check_uuid_param",
     "check_allowed_params",
     "parse_resources",
+    "MAX_AMOUNT",
     "parse_required",
     "parse_member_of",
     "parse_in_tree",
 ]
 
 _INVALID = "Invalid query string parameters"
+# Largest amount a query may ask for: a signed 64-bit integer, the range of the databases'
+# BIGINT (no capacity can exceed it; a larger value cannot even be compared in SQL).
+MAX_AMOUNT = 2**63 - 1
 _RESOURCES_FORM = (
     "Badly formed resources parameter. Expected resources query string parameter in form: "
     "?resources=VCPU:2,MEMORY_MB:1024. Got: {got}."
@@ -98,7 +102,7 @@ def parse_resources(text: str) -> dict[str, int]:
     Amounts are integers in the units of their class (CPUs, MiB, GiB, ...). As in Placement, a
     class named twice keeps its last amount; class names are not checked here (the caller looks
     them up). Raises ``BadRequest`` for an empty value, a pair not of the form ``NAME:AMOUNT``,
-    a non-integer amount or an amount below 1.
+    a non-integer amount or an amount below 1 or above ``MAX_AMOUNT`` (2**63 - 1).
     """
     if text.strip() == "":
         raise BadRequest(_RESOURCES_FORM.format(got="empty string"))
@@ -109,6 +113,8 @@ def parse_resources(text: str) -> dict[str, int]:
             raise BadRequest(_RESOURCES_FORM.format(got=pair))
         name, raw_amount = parts
         try:
+            if len(raw_amount) > 40:  # int() would work in proportion to the digits sent
+                raise ValueError(raw_amount)
             amount = int(raw_amount)
         except ValueError:
             raise BadRequest(
@@ -116,6 +122,10 @@ def parse_resources(text: str) -> dict[str, int]:
             ) from None
         if amount < 1:
             raise BadRequest(f"Requested resource {name} requires amount >= 1. Got: {amount}.")
+        if amount > MAX_AMOUNT:
+            raise BadRequest(
+                f"Requested resource {name} requires amount <= {MAX_AMOUNT}. Got: {amount}."
+            )
         result[name] = amount
     return result
 

@@ -23,6 +23,8 @@ __all__ = [
     "no_content",
     "http_date",
     "newest",
+    "bounded_detail",
+    "MAX_DETAIL_CHARS",
 ]
 
 # webob's explanations, which Placement prefixes to every error detail.
@@ -36,10 +38,24 @@ _EXPLANATIONS = {
     405: "The server could not comply with the request since it is not allowed for this resource.",
     406: "The resource could not be generated that was acceptable to your browser (content of type"
     " application/json.",
+    408: "The server has waited too long for the request to be sent by the client.",
     409: "There was a conflict when trying to complete your request.",
+    413: "The body of your request was too large for this server.",
     415: "The request media type is not supported by this server.",
     500: "The server has either erred or is incapable of performing the requested operation.",
+    503: "The server is currently unavailable. Please try again at a later time.",
 }
+
+
+# Longest ``detail`` an error body carries: a message never repeats a huge offending value.
+MAX_DETAIL_CHARS = 2048
+
+
+def bounded_detail(detail: str) -> str:
+    """``detail`` cut to ``MAX_DETAIL_CHARS`` characters (``... (truncated)`` marks a cut)."""
+    if len(detail) <= MAX_DETAIL_CHARS:
+        return detail
+    return detail[:MAX_DETAIL_CHARS] + "... (truncated)"
 
 
 class PlacementJSONResponse(JSONResponse):
@@ -100,7 +116,7 @@ def error_body(
     item: dict[str, Any] = {
         "status": error.status,
         "title": error.title,
-        "detail": f"{explanation}\n\n {error.detail}  ",
+        "detail": f"{explanation}\n\n {bounded_detail(error.detail)}  ",
     }
     if version is not None and version >= mv.ERROR_CODES:
         item["code"] = error.code
@@ -141,11 +157,11 @@ def error_payload(
         html = (
             f"<html>\n <head>\n  <title>{escape(title)}</title>\n </head>\n <body>\n"
             f"  <h1>{escape(title)}</h1>\n  {escape(explanation)}<br /><br />\n"
-            f"{escape(error.detail)}\n\n </body>\n</html>"
+            f"{escape(bounded_detail(error.detail))}\n\n </body>\n</html>"
         )
         return html.encode(), "text/html; charset=UTF-8"
     if not wants_json and "text/plain" in media:
         explanation = error.explanation or _EXPLANATIONS.get(error.status, "")
-        text = f"{error.status} {error.title}\n\n{explanation}\n\n {error.detail}  "
+        text = f"{error.status} {error.title}\n\n{explanation}\n\n {bounded_detail(error.detail)}  "
         return text.encode(), "text/plain; charset=UTF-8"
     return orjson.dumps(error_body(error, request_id, version)), "application/json"

@@ -8,9 +8,32 @@ pydantic error the same way (the message of jsonschema's validator, then its nam
 
 from __future__ import annotations
 
+import reprlib
 from typing import Any
 
-__all__ = ["describe"]
+__all__ = ["describe", "short_repr"]
+
+# Values are quoted exactly while small; big or deep ones are abbreviated, so an error message
+# (and the work to build it) stays bounded whatever the client sent.
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel = 4
+_SHORT.maxstring = 256
+_SHORT.maxother = 256
+_SHORT.maxlong = 64
+_SHORT.maxdict = _SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxset = 16
+
+
+def short_repr(value: Any) -> str:
+    """``repr(value)``, abbreviated (``...``) past 256 characters per string, 16 items per
+    container and 4 levels of nesting."""
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        if isinstance(value, str) and len(value) > _SHORT.maxstring:
+            return repr(value[: _SHORT.maxstring]) + "..."
+        if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
+            return f"<an integer of {value.bit_length()} bits>"
+        return repr(value)
+    return _SHORT.repr(value)
+
 
 _TYPE_NAMES = {
     "int": "integer",
@@ -43,7 +66,7 @@ def _message(item: Any) -> tuple[str, str]:
         text = str(ctx.get("error", item["msg"]))
         return text, ("format" if " is not a '" in text else "value")
     if kind.startswith("uuid_"):
-        return f"{value!r} is not a 'uuid'", "format"
+        return f"{short_repr(value)} is not a 'uuid'", "format"
     if kind == "missing":
         return f"'{loc[-1]}' is a required property", "required"
     if kind == "extra_forbidden":
@@ -51,36 +74,36 @@ def _message(item: Any) -> tuple[str, str]:
         return message, "additionalProperties"
     if loc and loc[-1] == "[key]" and kind == "string_pattern_mismatch":
         return (
-            f"{value!r} does not match any of the regexes: '{ctx.get('pattern', '')}'",
+            f"{short_repr(value)} does not match any of the regexes: '{ctx.get('pattern', '')}'",
             "additionalProperties",
         )
     if kind == "string_pattern_mismatch":
-        return f"{value!r} does not match '{ctx.get('pattern', '')}'", "pattern"
+        return f"{short_repr(value)} does not match '{ctx.get('pattern', '')}'", "pattern"
     if kind == "string_too_short":
         if ctx.get("min_length") == 1:
-            return f"{value!r} should be non-empty", "minLength"
-        return f"{value!r} is too short", "minLength"
+            return f"{short_repr(value)} should be non-empty", "minLength"
+        return f"{short_repr(value)} is too short", "minLength"
     if kind == "string_too_long":
-        return f"{value!r} is too long", "maxLength"
+        return f"{short_repr(value)} is too long", "maxLength"
     if kind == "too_short":
         validator = "minProperties" if isinstance(value, dict) else "minItems"
         if ctx.get("min_length") == 1:
-            return f"{value!r} should be non-empty", validator
-        return f"{value!r} is too short", validator
+            return f"{short_repr(value)} should be non-empty", validator
+        return f"{short_repr(value)} is too short", validator
     if kind == "too_long":
         validator = "maxProperties" if isinstance(value, dict) else "maxItems"
-        return f"{value!r} is too long", validator
+        return f"{short_repr(value)} is too long", validator
     if kind in ("greater_than_equal", "greater_than"):
         bound = ctx.get("ge", ctx.get("gt"))
-        return f"{value!r} is less than the minimum of {bound}", "minimum"
+        return f"{short_repr(value)} is less than the minimum of {bound}", "minimum"
     if kind in ("less_than_equal", "less_than"):
         bound = ctx.get("le", ctx.get("lt"))
-        return f"{value!r} is greater than the maximum of {bound}", "maximum"
+        return f"{short_repr(value)} is greater than the maximum of {bound}", "maximum"
     if kind in ("literal_error", "enum"):
-        return f"{value!r} is not one of {ctx.get('expected', '')}", "enum"
+        return f"{short_repr(value)} is not one of {ctx.get('expected', '')}", "enum"
     type_name = _type_name(kind)
     if type_name is not None:
-        return f"{value!r} is not of type '{type_name}'", "type"
+        return f"{short_repr(value)} is not of type '{type_name}'", "type"
     where = ".".join(str(p) for p in loc)
     return (f"{where}: {item['msg']}" if where else str(item["msg"])), kind
 

@@ -87,16 +87,28 @@ def violates_constraints(limits: InventoryLimits, amount: int) -> bool:
 
 
 def exceeds_capacity(
-    limits: InventoryLimits, used: int, amount: int, *, previous_used: int | None = None
+    limits: InventoryLimits,
+    used: int,
+    amount: int,
+    amount_so_far: int | None = None,
+    *,
+    previous_used: int | None = None,
 ) -> bool:
-    """True when ``used + amount > capacity(limits)``.
+    """True when Placement 16 refuses an allocation of ``amount`` for capacity.
 
-    ``used`` is what other allocations already take from this inventory (the writing
-    consumers' old allocations subtracted); ``amount`` is the total the write adds. As in
-    Placement, an over-capacity result is still accepted when it is no worse than the usage
-    before the write (``used + amount <= previous_used``), so that shrinking an inventory never
-    blocks shrinking the allocations on it.
+    Placement's ``objects/allocation.py::_check_capacity_exceeded``, carried over: ``used`` is
+    what other allocations take from this inventory once the writing consumers' old allocations
+    are removed; ``amount_so_far`` is the running sum of the write's amounts for this provider
+    and class up to and including this one (``amount`` when omitted); ``previous_used`` is the
+    usage before the write (``None`` when there was none). The allocation is over capacity when
+    ``used + amount`` or ``used + amount_so_far`` exceeds ``(total - reserved) * ratio``; it is
+    still accepted when ``previous_used`` is known and ``used + amount_so_far <= previous_used``
+    (the write leaves the provider no more over capacity than it was, e.g. shrinking an
+    allocation on an inventory whose capacity was lowered below its usage). A provider that
+    had no usage before (``previous_used is None``) never goes over capacity.
     """
-    if used + amount <= capacity(limits):
+    so_far = amount if amount_so_far is None else amount_so_far
+    cap = capacity(limits)
+    if used + amount <= cap and used + so_far <= cap:
         return False
-    return previous_used is None or used + amount > previous_used
+    return previous_used is None or used + so_far > previous_used

@@ -23,6 +23,7 @@ from placement_numa.errors import BadRequest
 __all__ = [
     "MAX_INT",
     "MAX_FLOAT",
+    "MAX_CAPACITY",
     "InventoryFields",
     "capacity",
     "check_capacity",
@@ -32,6 +33,12 @@ __all__ = [
 MAX_INT = 0x7FFFFFFF
 # Largest allocation_ratio (the largest single-precision float, as Placement's schema).
 MAX_FLOAT = 3.40282e38
+# Largest capacity an inventory may have: 2**53, the largest integer every JSON client (and a
+# float64) holds exactly, far below the 64-bit range of our SQL columns and JSON encoder, so
+# sums of capacities and usages never overflow. Placement 16 accepts up to
+# MAX_INT * MAX_FLOAT (~7e47), which no 64-bit field can carry; we refuse such an inventory at
+# write time with a 400 instead of failing every later read that renders it.
+MAX_CAPACITY = 2**53
 
 
 def capacity(total: int, reserved: int, allocation_ratio: float) -> int:
@@ -81,11 +88,19 @@ def check_capacity(
 
     Before microversion 1.26 (``reserved_may_equal_total=False``) capacity must be > 0; from 1.26
     it must be >= 0 (so ``reserved == total`` is allowed). Note the rule is on the *capacity*, so a
-    ratio of 0 is also refused before 1.26 and a negative ratio always.
+    ratio of 0 is also refused before 1.26 and a negative ratio always. A capacity above
+    ``MAX_CAPACITY`` (2**53) is refused too (our bound, see ``MAX_CAPACITY``).
 
-    Raises ``BadRequest`` (400).
+    Raises ``BadRequest`` (400; ``placement.inventory.capacity_too_large`` for the last case).
     """
     cap = fields.capacity
+    if cap > MAX_CAPACITY:
+        raise BadRequest(
+            f"Invalid inventory for '{resource_class}' on resource provider '{provider_uuid}'."
+            f" The capacity (total - reserved) * allocation_ratio = {cap:.6g} exceeds"
+            f" {MAX_CAPACITY}.",
+            code="placement.inventory.capacity_too_large",
+        )
     if reserved_may_equal_total:
         if cap >= 0:
             return

@@ -109,7 +109,8 @@ def _check_capacity(
         )
     except BadRequest as exc:
         raise BadRequest(
-            f"Unable to {action} inventory for resource provider {provider_uuid}: {exc.detail}"
+            f"Unable to {action} inventory for resource provider {provider_uuid}: {exc.detail}",
+            code=exc.code,
         ) from None
 
 

@@ -14,6 +14,7 @@ from placement_numa.api import microversion as mv
 from placement_numa.api.candidate_query import parse_candidate_query
 from placement_numa.api.deps import VersionDep, require_version
 from placement_numa.api.engine_dep import EngineDep
+from placement_numa.api.limits import LimitsDep, check_candidate_query
 from placement_numa.api.responses import json_response
 from placement_numa.api.schemas.allocation_candidates import (
     AllocationCandidatesResponse,
@@ -32,13 +33,15 @@ router = APIRouter(tags=["allocation_candidates"])
     summary="Allocation candidates for request groups",
 )
 def list_allocation_candidates(
-    request: Request, version: VersionDep, engine: EngineDep
+    request: Request, version: VersionDep, engine: EngineDep, limits: LimitsDep
 ) -> Response:
     """Candidates satisfying every request group: ``resources$S``, ``required$S``,
     ``member_of$S``, ``in_tree$S``, ``group_policy``, ``same_subtree``, ``root_required``,
     ``limit``. 400 with ``placement.query.*`` codes for malformed queries, unknown resource
-    classes or traits. Answers reflect every write committed before the request started."""
+    classes or traits; 400 ``placement.limit.*`` past the caps of ``api/limits.py``.
+    Answers reflect every write committed before the request started."""
     query = parse_candidate_query(list(request.query_params.multi_items()), version)
+    check_candidate_query(query, limits)
     nested_aware = version >= mv.NESTED_CANDIDATES
     result = engine.search(query, nested_aware=nested_aware)
     body = render_candidates(result, query, version, nested_aware=nested_aware)

@@ -32,6 +32,7 @@ from placement_numa.api.deps import (
     validate,
 )
 from placement_numa.api.engine_dep import EngineDep
+from placement_numa.api.limits import LimitsDep, check_candidate_query
 from placement_numa.api.responses import PlacementJSONResponse, json_response
 from placement_numa.api.schemas.numa_candidates import NumaCandidatesBody, query_from_json
 from placement_numa.numa.flavor import Flavor, ImageProperties
@@ -102,6 +103,7 @@ def post_allocation_candidates(
     database: DatabaseDep,
     body: JsonBody,
     engine: EngineDep,
+    limits: LimitsDep,
 ) -> PlacementJSONResponse:
     """Translate the flavor (Nova spec), search with NUMA ranking (width, KEP-3545 distance,
     KEP-2902 spread), answer in the 1.39 shape with a ``numa`` block per candidate."""
@@ -119,6 +121,7 @@ def post_allocation_candidates(
         )
     else:
         query = query_from_json(data.query or {})
+        check_candidate_query(query, limits)
         found = service.query_candidates(
             database=database, engine=engine, query=query, options=options
         )

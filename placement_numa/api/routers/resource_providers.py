@@ -22,6 +22,7 @@ from fastapi import APIRouter, Request, Response
 from placement_numa.api import microversion as mv
 from placement_numa.api import query
 from placement_numa.api.deps import DatabaseDep, JsonBody, VersionDep, body_doc, validate
+from placement_numa.api.limits import check_resource_classes, get_limits
 from placement_numa.api.responses import PlacementJSONResponse, json_response, newest, no_content
 from placement_numa.api.schemas.resource_providers import (
     CreateProviderV1_0,
@@ -102,6 +103,7 @@ def _filters(request: Request, version: mv.Microversion) -> ProviderFilters:
     resources: tuple[tuple[str, int], ...] = ()
     if "resources" in last:
         resources = tuple(query.parse_resources(last["resources"]).items())
+        check_resource_classes(len(resources), get_limits(request), "resources")
     return ProviderFilters(
         name=last.get("name") or None,
         uuid=last.get("uuid") or None,

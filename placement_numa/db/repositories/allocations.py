@@ -321,32 +321,35 @@ def replace_allocations(
                 f"Unable to allocate inventory: Inventory for '{classes}' on resource provider"
                 f" '{provider_uuid}' invalid."
             )
-    for _, provider_uuid, rc, _ in singles:
-        if (by_uuid[provider_uuid].id, class_ids[rc]) not in limits:
+    # Placement's ``_check_capacity_exceeded``, allocation by allocation in request order: the
+    # inventory must exist, the amount respect min/max/step, and the running sum per
+    # (provider, class) fit, unless the result is no worse than the usage before the write.
+    used = _usage(conn, provider_ids, rc_ids) if check_capacity else {}
+    running: dict[tuple[int, int], int] = defaultdict(int)
+    for _, provider_uuid, rc, amount in singles:
+        key = (by_uuid[provider_uuid].id, class_ids[rc])
+        if key not in limits:
             raise Conflict(
                 f"Unable to allocate inventory: Inventory for '{rc}' on resource provider"
                 f" '{provider_uuid}' invalid."
             )
-
-    if check_capacity:
-        used = _usage(conn, provider_ids, rc_ids)
-        for _, provider_uuid, rc, amount in singles:
-            if violates_constraints(limits[(by_uuid[provider_uuid].id, class_ids[rc])], amount):
-                raise Conflict(
-                    f"Unable to allocate inventory: Unable to create allocation for '{rc}' on"
-                    f" resource provider '{provider_uuid}'. The requested amount would violate"
-                    " inventory constraints."
-                )
-        for _, provider_uuid, rc, _ in singles:
-            key = (by_uuid[provider_uuid].id, class_ids[rc])
-            if exceeds_capacity(
-                limits[key], used.get(key, 0), wanted[key], previous_used=previous.get(key)
-            ):
-                raise Conflict(
-                    f"Unable to allocate inventory: Unable to create allocation for '{rc}' on"
-                    f" resource provider '{provider_uuid}'. The requested amount would exceed"
-                    " the capacity."
-                )
+        if not check_capacity:
+            continue
+        running[key] += amount
+        if violates_constraints(limits[key], amount):
+            raise Conflict(
+                f"Unable to allocate inventory: Unable to create allocation for '{rc}' on"
+                f" resource provider '{provider_uuid}'. The requested amount would violate"
+                " inventory constraints."
+            )
+        if exceeds_capacity(
+            limits[key], used.get(key, 0), amount, running[key], previous_used=previous.get(key)
+        ):
+            raise Conflict(
+                f"Unable to allocate inventory: Unable to create allocation for '{rc}' on"
+                f" resource provider '{provider_uuid}'. The requested amount would exceed"
+                " the capacity."
+            )
 
     now = utcnow()
     rows = [
