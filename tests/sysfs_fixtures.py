@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from placement_numa.agent.cpuset import format_cpu_spec
+from placement_numa.numa.cpu_spec import format_cpu_spec
 
 __all__ = [
     "Cell",

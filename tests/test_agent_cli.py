@@ -45,7 +45,7 @@ def test_show_prints_the_desired_tree(tmp_path: Path, capsys: pytest.CaptureFixt
     ("options", "message"),
     [
         (["--cpu-dedicated-set", "0-9"], "cpu_dedicated_set names CPUs 4-9 that this host lacks"),
-        (["--cpu-shared-set", "1-x"], "is not a CPU number"),
+        (["--cpu-shared-set", "1-x"], "invalid range expression"),
     ],
     ids=["unknown-cpus", "bad-spec"],
 )

@@ -8,6 +8,7 @@ import pytest
 
 from placement_numa.errors import BadRequest
 from placement_numa.numa.flavor import Flavor, ImageProperties
+from placement_numa.numa.topology import guest_topology
 from placement_numa.numa.validation import CHECKS, validate
 
 # (vcpus, memory_mb, extra specs, image properties, keys named, words in the detail)
@@ -94,7 +95,7 @@ CASES: list[Any] = [
         {"hw:numa_nodes": "2", "hw:numa_cpus.0": "0,x", "hw:numa_cpus.1": "2,3"},
         {},
         ["hw:numa_cpus.0"],
-        "invalid CPU number",
+        "invalid inclusion expression",
         id="cpu-list-syntax",
     ),
     pytest.param(
@@ -307,6 +308,115 @@ CASES: list[Any] = [
     pytest.param(
         4,
         4096,
+        {"hw:numa_node": "2"},
+        {},
+        ["hw:numa_node"],
+        "did you mean 'hw:numa_nodes'?",
+        id="mistyped-numa-nodes",
+    ),
+    pytest.param(
+        4,
+        4096,
+        {"hw:numa_nodes": "2", "hw:numa_cpu.0": "0-1"},
+        {},
+        ["hw:numa_cpu.0"],
+        "did you mean 'hw:numa_cpus.0'?",
+        id="mistyped-cell-key",
+    ),
+    pytest.param(
+        4,
+        4096,
+        {"hw:cpu_polcy": "dedicated"},
+        {},
+        ["hw:cpu_polcy"],
+        "did you mean 'hw:cpu_policy'?",
+        id="mistyped-cpu-policy",
+    ),
+    pytest.param(
+        4,
+        4096,
+        {"hw_rng:speed": "1"},
+        {},
+        ["hw_rng:speed"],
+        "not an extra spec Nova knows",
+        id="unknown-hw-rng-key",
+    ),
+    pytest.param(8193, 4096, {}, {}, ["vcpus"], "must be <= 8192", id="vcpus-bound"),
+    pytest.param(
+        4,
+        4096,
+        {"hw:numa_nodes": "129"},
+        {},
+        ["hw:numa_nodes"],
+        "must be <= 128",
+        id="numa-nodes-bound",
+    ),
+    pytest.param(
+        4,
+        4096,
+        {"hw:numa_nodes": "9" * 5000},
+        {},
+        ["hw:numa_nodes"],
+        "integer >= 1",
+        id="numa-nodes-5000-digits",
+    ),
+    pytest.param(
+        4,
+        4096,
+        {"hw:numa_nodes": "02"},
+        {},
+        ["hw:numa_nodes"],
+        "integer >= 1",
+        id="numa-nodes-not-int-like",
+    ),
+    pytest.param(
+        4,
+        4096,
+        {"hw:numa_nodes": "1", "hw:numa_cpus.0": "0-99999999", "hw:numa_mem.0": "4096"},
+        {},
+        ["hw:numa_cpus.0"],
+        "CPU number 4 is larger than max 3",
+        id="cell-cpus-hundred-million",
+    ),
+    pytest.param(
+        4,
+        4096,
+        {"hw:numa_nodes": "1", "hw:numa_cpus.0": "0-4000000000", "hw:numa_mem.0": "4096"},
+        {},
+        ["hw:numa_cpus.0"],
+        "CPU number 4 is larger than max 3",
+        id="cell-cpus-four-billion",
+    ),
+    pytest.param(
+        4,
+        4096,
+        {"hw:cpu_policy": "mixed", "hw:cpu_dedicated_mask": "0-4000000000"},
+        {},
+        ["hw:cpu_dedicated_mask"],
+        "larger than max 3",
+        id="mask-four-billion",
+    ),
+    pytest.param(
+        4,
+        4096,
+        {"hw:cpu_policy": "mixed", "hw:cpu_dedicated_mask": "^0-3"},
+        {},
+        ["hw:cpu_dedicated_mask"],
+        "no dedicated CPU",
+        id="caret-mask-excludes-all",
+    ),
+    pytest.param(
+        4,
+        4096,
+        {"hw:cpu_policy": "dedicated", "hw:cpu_thread_policy": "isolate"},
+        {"hw_cpu_thread_policy": "require"},
+        ["hw:cpu_thread_policy", "hw_cpu_thread_policy"],
+        "forbidden by the flavor's 'isolate'",
+        id="image-thread-policy-against-flavor",
+    ),
+    pytest.param(
+        4,
+        4096,
         {"group_policy": "spread"},
         {},
         ["group_policy"],
@@ -352,7 +462,53 @@ VALID: list[Any] = [
     pytest.param(
         {"hw:numa_nodes": "2", "hw:numa_cpus.0": "0-2,^1", "hw:numa_cpus.1": "1,3"}, id="exclusion"
     ),
+    pytest.param(
+        {"hw:numa_nodes": "1", "hw:numa_cpus.0": "0-5,^4-5", "hw:numa_mem.0": "4096"},
+        id="inclusion-beyond-vcpus-excluded-again",
+    ),
+    pytest.param({"hw:cpu_policy": "mixed", "hw:cpu_dedicated_mask": "^0,1"}, id="caret-mask"),
+    pytest.param({"hw:watchdog_action": "reset", "hw:boot_menu": "true"}, id="other-hw-keys"),
+    pytest.param({"os:secure_boot": "required", "custom:anything": "1"}, id="other-namespaces"),
 ]
+
+
+@pytest.mark.parametrize(
+    ("mask", "dedicated"),
+    [("^0,1", {1, 2, 3}), ("^0", {1, 2, 3}), (" ^3", {0, 1, 2}), ("1,3", {1, 3}), ("2-3,^3", {2})],
+    ids=["caret-then-cpu", "caret", "blank-caret", "list", "list-with-exclusion"],
+)
+def test_dedicated_mask_reads_as_nova(mask: str, dedicated: set[int]) -> None:
+    """Defect 2: a mask starting with ``^`` means "every guest CPU but these" (Nova prefixes
+    ``0-(vcpus-1),``), so ``^0,1`` is {1, 2, 3}, not {1}."""
+    flavor = Flavor(
+        vcpus=4,
+        memory_mb=4096,
+        extra_specs={"hw:cpu_policy": "mixed", "hw:cpu_dedicated_mask": mask},
+    )
+    topology = guest_topology(flavor)
+    assert topology is not None
+    (cell,) = topology.cells
+    assert (cell.pcpu, cell.vcpu) == (len(dedicated), 4 - len(dedicated))
+
+
+@pytest.mark.parametrize(
+    ("flavor_policy", "image_policy", "effective"),
+    [
+        (None, "isolate", "isolate"),
+        ("prefer", "require", "prefer"),
+        ("require", "require", "require"),
+    ],
+    ids=["image-only", "flavor-prefer-wins", "same"],
+)
+def test_thread_policy_precedence_as_nova(
+    flavor_policy: str | None, image_policy: str, effective: str
+) -> None:
+    specs = {"hw:cpu_policy": "dedicated"}
+    if flavor_policy:
+        specs["hw:cpu_thread_policy"] = flavor_policy
+    flavor = Flavor(vcpus=2, memory_mb=1024, extra_specs=specs)
+    topology = guest_topology(flavor, ImageProperties({"hw_cpu_thread_policy": image_policy}))
+    assert topology is not None and topology.thread_policy == effective
 
 
 @pytest.mark.parametrize("specs", VALID)

@@ -21,8 +21,8 @@ from pathlib import Path
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from placement_numa.agent.cpuset import CpuSpecError, format_cpu_spec, parse_cpu_spec
 from placement_numa.agent.sysfs import HostTopology
+from placement_numa.numa.cpu_spec import CpuSpecError, format_cpu_spec, parse_cpu_spec
 
 __all__ = ["AgentConfigError", "AgentSettings", "HostPolicy"]
 

@@ -2,9 +2,9 @@
 
 Tree (Nova spec "NUMA Topology with Resource Providers"), names as the reshape planner's::
 
-    <host>                          root: DISK_GB
+    <host>                          root: DISK_GB; HW_CPU_HYPERTHREADING when SMT
     ├── <host>_NUMA0                PCPU (cpu_dedicated_set on the cell), VCPU (cpu_shared_set on
-    │   │                           the cell); HW_NUMA_ROOT, HW_CPU_HYPERTHREADING when SMT
+    │   │                           the cell); HW_NUMA_ROOT
     │   ├── <host>_NUMA0_PAGE_4KB   MEMORY_MB: cell memory - huge pages, reserved = the cell's share
     │   │                           of reserved_host_memory_mb; MEMORY_PAGE_SIZE_SMALL,
     │   │                           CUSTOM_MEMORY_PAGE_SIZE_4
@@ -14,6 +14,11 @@ Tree (Nova spec "NUMA Topology with Resource Providers"), names as the reshape p
 
 Choices, written down:
 
+* ``HW_CPU_HYPERTHREADING`` is a trait of the compute node (the root), as Nova's libvirt driver
+  reports it: set when any CPU the host reports (dedicated or shared) has an SMT sibling. The
+  flavor translation asks for it there (``root_required`` for ``hw:cpu_thread_policy=require``,
+  forbidden for ``isolate``); the reshape planner keeps the root's traits, the demo fleet sets it
+  on the root.
 * Every huge page size the kernel offers gets a page-size provider, with ``MEMORY_MB`` only while
   pages of that size exist (Placement rejects a total of 0). Changing huge page counts then
   changes inventories, never the tree.
@@ -186,6 +191,7 @@ def build(host: HostTopology, policy: HostPolicy) -> DesiredTree:
             reserved=min(policy.reserved_host_disk_gb, policy.disk_gb),
             allocation_ratio=policy.disk_allocation_ratio,
         )
+    reported = frozenset().union(*(c.cpus & (policy.pcpus | policy.vcpus) for c in host.cells))
     providers = [
         DesiredProvider(
             path="",
@@ -193,6 +199,7 @@ def build(host: HostTopology, policy: HostPolicy) -> DesiredTree:
             uuid=provider_uuid(hostname, ""),
             parent_path=None,
             inventories=root_inventories,
+            traits=frozenset({"HW_CPU_HYPERTHREADING"}) if host.has_smt(reported) else frozenset(),
         )
     ]
     vcpu_counts = [len(cell.cpus & policy.vcpus) for cell in host.cells]
@@ -213,8 +220,6 @@ def build(host: HostTopology, policy: HostPolicy) -> DesiredTree:
                 allocation_ratio=policy.cpu_allocation_ratio,
             )
         traits = {"HW_NUMA_ROOT"}
-        if host.has_smt(pcpus | vcpus):
-            traits.add("HW_CPU_HYPERTHREADING")
         providers.append(
             DesiredProvider(
                 path=path,

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from placement_numa.agent.cpuset import CpuSpecError, parse_cpu_spec
+from placement_numa.numa.cpu_spec import CpuSpecError, parse_cpu_spec
 
 __all__ = [
     "SysfsError",

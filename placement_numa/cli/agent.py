@@ -20,11 +20,11 @@ from pydantic import ValidationError
 
 from placement_numa.agent.client import PlacementClient, PlacementClientError
 from placement_numa.agent.config import AgentConfigError, AgentSettings
-from placement_numa.agent.cpuset import format_cpu_spec
 from placement_numa.agent.desired_tree import DesiredTree, build
 from placement_numa.agent.reshape import reshape_with_planner
 from placement_numa.agent.sync import ReshapeRequired, SyncError, sync
 from placement_numa.agent.sysfs import SysfsError, discover
+from placement_numa.numa.cpu_spec import format_cpu_spec
 
 __all__ = ["register", "run", "tree_document"]
 

@@ -3,14 +3,17 @@ setting. Each returns the effective value or raises ``InvalidFlavor`` naming the
 
 Rules carried over from ``nova.virt.hardware`` (behaviour, not code):
 
-* ``hw:numa_nodes`` / ``hw_numa_nodes``: an integer >= 1; the image may not set it when the
-  flavor does (``ImageNUMATopologyForbidden``);
+* ``hw:numa_nodes`` / ``hw_numa_nodes``: an integer >= 1 written as Nova's ``is_int_like``
+  accepts (``"2"``, not ``" 2"`` or ``"02"``), at most ``MAX_NUMA_NODES`` (Nova's
+  ``NUMA_NODES_MAX``, beyond which Nova ignores per-cell lists); the image may not set it when
+  the flavor does (``ImageNUMATopologyForbidden``);
 * ``hw:mem_page_size``: the image may ask a page size only when the flavor says ``large`` or
   ``any`` (``MemoryPageSizeForbidden``); the image's then wins;
 * ``hw:cpu_policy``: ``shared`` | ``dedicated`` | ``mixed``; a flavor ``dedicated`` wins, an
   image may not ask more pinning than the flavor allows (``ImageCPUPinningForbidden``);
-* ``hw:cpu_thread_policy``: ``prefer`` | ``isolate`` | ``require``; ``isolate``/``require``
-  from the flavor win over the image's.
+* ``hw:cpu_thread_policy``: ``prefer`` | ``isolate`` | ``require``; a flavor without one or
+  with ``prefer`` takes the image's (``flavor or image``); a flavor ``isolate``/``require`` wins,
+  and an image asking another policy then is refused (``ImageCPUThreadPolicyForbidden``).
 """
 
 from __future__ import annotations
@@ -28,7 +31,10 @@ __all__ = [
     "cpu_policy",
     "thread_policy",
     "emulator_threads_isolate",
+    "MAX_NUMA_NODES",
 ]
+
+MAX_NUMA_NODES = 128
 
 INVALID_FLAVOR_CODE = "placement_numa.flavor.invalid"
 CPU_POLICIES = ("shared", "dedicated", "mixed")
@@ -61,12 +67,12 @@ def numa_nodes(flavor: Flavor, image: ImageProperties | None) -> tuple[int | Non
     chosen = from_flavor or from_image
     if chosen is None:
         return None, None
-    try:
-        count = int(chosen.value)
-    except ValueError:
-        count = 0
-    if count < 1:
-        raise InvalidFlavor([chosen.key], f"must be an integer >= 1, got '{chosen.value}'")
+    text = chosen.value
+    count = int(text) if text.isascii() and text.isdigit() and len(text) <= 9 else 0
+    if str(count) != text or count < 1:
+        raise InvalidFlavor([chosen.key], f"must be an integer >= 1, got '{text[:40]}'")
+    if count > MAX_NUMA_NODES:
+        raise InvalidFlavor([chosen.key], f"must be <= {MAX_NUMA_NODES}, got {count}")
     return count, chosen.key
 
 
@@ -136,13 +142,16 @@ def thread_policy(flavor: Flavor, image: ImageProperties | None) -> tuple[str | 
             raise InvalidFlavor(
                 [spec.key], f"'{spec.value}' is not one of {', '.join(THREAD_POLICIES)}"
             )
-    for spec in (from_flavor, from_image):
-        if spec is not None and spec.value in ("isolate", "require"):
-            return spec.value, spec.key
-    for spec in (from_flavor, from_image):
-        if spec is not None:
-            return spec.value, spec.key
-    return None, None
+    if from_flavor is None or from_flavor.value == "prefer":
+        chosen = from_flavor or from_image
+        return (chosen.value, chosen.key) if chosen is not None else (None, None)
+    if from_image is not None and from_image.value != from_flavor.value:
+        raise InvalidFlavor(
+            [from_flavor.key, from_image.key],
+            f"image CPU thread policy '{from_image.value}' is forbidden by the flavor's"
+            f" '{from_flavor.value}'",
+        )
+    return from_flavor.value, from_flavor.key
 
 
 def emulator_threads_isolate(flavor: Flavor) -> tuple[bool, str | None]:

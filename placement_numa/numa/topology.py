@@ -89,7 +89,7 @@ def guest_topology(
     cpu_specs = effective_cells(flavor, image, "cpus")
     mem_specs = effective_cells(flavor, image, "mem")
     if cpu_specs:
-        cpus = [parse_cpu_spec(cpu_specs[i].value) for i in range(count)]
+        cpus = [parse_cpu_spec(cpu_specs[i].value, max_cpu=flavor.vcpus - 1) for i in range(count)]
     else:
         cpus = _even_cpus(flavor.vcpus, count)
     if mem_specs:

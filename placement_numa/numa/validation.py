@@ -13,12 +13,26 @@ from collections.abc import Callable
 
 from placement_numa.names import CUSTOM_NAME_RE
 from placement_numa.numa import resolve
-from placement_numa.numa.cpu_spec import CpuSpecError, format_cpu_set, parse_cpu_spec
+from placement_numa.numa.cpu_spec import CpuOutOfRange, CpuSpecError, format_cpu_set, parse_cpu_spec
 from placement_numa.numa.extra_specs import SpecValue, cell_specs, granular_specs
 from placement_numa.numa.flavor import Flavor, ImageProperties
-from placement_numa.numa.resolve import InvalidFlavor
+from placement_numa.numa.known_specs import closest_key, unknown_key
+from placement_numa.numa.resolve import MAX_NUMA_NODES, InvalidFlavor
 
-__all__ = ["Check", "CHECKS", "validate", "effective_cells", "InvalidFlavor", "is_numa_flavor"]
+__all__ = [
+    "Check",
+    "CHECKS",
+    "validate",
+    "effective_cells",
+    "InvalidFlavor",
+    "is_numa_flavor",
+    "MAX_VCPUS",
+    "MAX_NUMA_NODES",
+]
+
+# Upper bound of a flavor's vcpus (Linux's largest NR_CPUS): guest CPU lists and masks are
+# expanded only below it, so no flavor sizes work beyond it.
+MAX_VCPUS = 8192
 
 Check = Callable[[Flavor, ImageProperties | None], None]
 _NAME_RE = r"^[A-Z0-9_]+$"
@@ -42,11 +56,25 @@ def is_numa_flavor(flavor: Flavor, image: ImageProperties | None) -> bool:
     return nodes is not None or size is not None or policy in ("dedicated", "mixed")
 
 
+def check_known_keys(flavor: Flavor, image: ImageProperties | None) -> None:
+    """Every ``hw:``/``hw_rng:``/``hw_video:`` key is one Nova registers (Nova's extra spec
+    validation: "does not appear to be a valid extra spec"); the message suggests the closest
+    valid key."""
+    key = unknown_key(flavor.extra_specs)
+    if key is None:
+        return
+    suggestion = closest_key(key)
+    hint = f"; did you mean '{suggestion}'?" if suggestion else ""
+    raise InvalidFlavor([key], f"'{key}' is not an extra spec Nova knows{hint}")
+
+
 def check_flavor_sizes(flavor: Flavor, image: ImageProperties | None) -> None:
-    """vcpus >= 1, memory_mb >= 1, disk sizes >= 0."""
+    """1 <= vcpus <= ``MAX_VCPUS``, memory_mb >= 1, disk sizes >= 0."""
     for name in ("vcpus", "memory_mb"):
         if getattr(flavor, name) < 1:
             raise InvalidFlavor([name], f"must be >= 1, got {getattr(flavor, name)}")
+    if flavor.vcpus > MAX_VCPUS:
+        raise InvalidFlavor(["vcpus"], f"must be <= {MAX_VCPUS}, got {flavor.vcpus}")
     for name in ("root_gb", "ephemeral_gb", "swap"):
         if getattr(flavor, name) < 0:
             raise InvalidFlavor([name], f"must be >= 0, got {getattr(flavor, name)}")
@@ -108,10 +136,12 @@ def check_cell_lists_complete(flavor: Flavor, image: ImageProperties | None) -> 
 def _cell_cpus(
     flavor: Flavor, image: ImageProperties | None
 ) -> dict[int, tuple[str, frozenset[int]]]:
+    """Each cell's CPU list, parsed with ``vcpus - 1`` as the bound (a CPU beyond it is
+    refused before any range is expanded: ``ImageNUMATopologyCPUOutOfRange``)."""
     result: dict[int, tuple[str, frozenset[int]]] = {}
     for cell, spec in sorted(effective_cells(flavor, image, "cpus").items()):
         try:
-            result[cell] = (spec.key, parse_cpu_spec(spec.value))
+            result[cell] = (spec.key, parse_cpu_spec(spec.value, max_cpu=flavor.vcpus - 1))
         except CpuSpecError as exc:
             raise InvalidFlavor([spec.key], str(exc)) from None
     return result
@@ -220,12 +250,26 @@ def check_emulator_threads(flavor: Flavor, image: ImageProperties | None) -> Non
 
 
 def dedicated_mask(flavor: Flavor) -> frozenset[int] | None:
-    """The dedicated guest CPUs of a ``mixed`` flavor (``hw:cpu_dedicated_mask``), or ``None``."""
+    """The dedicated guest CPUs of a ``mixed`` flavor (``hw:cpu_dedicated_mask``), or ``None``
+    (unset or empty).
+
+    Nova's rule (``get_dedicated_cpu_constraint``): a mask that starts with ``^`` is read as
+    ``0-(vcpus-1),<mask>``, so ``^0,1`` is every guest CPU but 0 (``1`` is included anyway);
+    any other mask names the dedicated CPUs. Parsed with ``vcpus - 1`` as the bound, so a CPU
+    beyond the guest's is refused before anything is expanded.
+    """
     value = flavor.spec("hw:cpu_dedicated_mask")
-    if value is None:
+    if not value:
         return None
+    text = f"0-{flavor.vcpus - 1},{value}" if value.strip().startswith("^") else value
     try:
-        return parse_cpu_spec(value, universe=frozenset(range(flavor.vcpus)))
+        return parse_cpu_spec(text, max_cpu=flavor.vcpus - 1)
+    except CpuOutOfRange as exc:
+        raise InvalidFlavor(
+            ["hw:cpu_dedicated_mask"],
+            f"CPU number {exc.cpu} is larger than max {exc.max_cpu}: the mask must be a subset"
+            " of the flavor's vCPUs",
+        ) from None
     except CpuSpecError as exc:
         raise InvalidFlavor(["hw:cpu_dedicated_mask"], str(exc)) from None
 
@@ -248,12 +292,6 @@ def check_dedicated_mask(flavor: Flavor, image: ImageProperties | None) -> None:
         raise InvalidFlavor(
             ["hw:cpu_dedicated_mask"] + ([policy_key] if policy_key else []),
             "hw:cpu_dedicated_mask needs hw:cpu_policy=mixed",
-        )
-    beyond = sorted(cpu for cpu in mask if cpu >= flavor.vcpus)
-    if beyond:
-        raise InvalidFlavor(
-            ["hw:cpu_dedicated_mask"],
-            f"CPU number {beyond[0]} is larger than max {flavor.vcpus - 1}",
         )
     if not mask:
         raise InvalidFlavor(["hw:cpu_dedicated_mask"], "no dedicated CPU left")
@@ -331,6 +369,7 @@ def check_cpu_resources(flavor: Flavor, image: ImageProperties | None) -> None:
 
 
 CHECKS: tuple[Check, ...] = (
+    check_known_keys,
     check_flavor_sizes,
     check_numa_nodes,
     check_cell_lists_not_overridden,

@@ -42,6 +42,7 @@ from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.numa.query_string import to_query_string
 from placement_numa.numa.ranking import NumaScore, rank_key
 from placement_numa.numa.translate import NumaQuery, translate
+from placement_numa.numa.unknown_traits import known_traits_only
 
 __all__ = [
     "NumaOptions",
@@ -136,6 +137,20 @@ def _cell_index(
     if database is None:
         return CellIndex()
     return CellIndexCache.of(engine).get(database, fleet.revision)
+
+
+def _runnable(numa: NumaQuery, fleet: FleetSnapshot) -> NumaQuery | None:
+    """``numa`` with its search and fallback queries checked against the traits the service
+    knows (``numa.unknown_traits``): ``None`` when the search requires an unknown trait (no
+    candidates, never a 400: the flavor is valid), else unknown forbidden traits dropped; a
+    fallback that requires an unknown trait is dropped."""
+    fallback = numa.fallback
+    if fallback is not None:
+        fallback = known_traits_only(fallback, fleet.trait_names)
+    search = known_traits_only(numa.search_query, fleet.trait_names)
+    if search is None:
+        return replace(numa, fallback=fallback, search=None) if fallback is not None else None
+    return replace(numa, search=search, fallback=fallback)
 
 
 def _anchors_distinct(candidate: Candidate, anchors: tuple[str, ...]) -> bool:
@@ -242,7 +257,10 @@ def _distributed_bounded(
     placed: set[str] = set()
     cells_of: dict[int, list[int]] = {}
     for width in widths_to_try(flavor.vcpus, MAX_DISTRIBUTE_CELLS):
-        attempt = translate(flavor, image, cell_count=width)
+        runnable = _runnable(translate(flavor, image, cell_count=width), fleet)
+        if runnable is None or runnable.search is None:
+            continue
+        attempt = runnable
         ranker = _ranker(index, attempt, options)
         remaining = None if limit is None else limit - len(found)
         if width == 1:
@@ -293,7 +311,10 @@ def _distributed(
     found: list[RankedCandidate] = []
     placed: set[str] = set()
     for width in widths_to_try(flavor.vcpus, MAX_DISTRIBUTE_CELLS):
-        attempt = translate(flavor, image, cell_count=width)
+        runnable = _runnable(translate(flavor, image, cell_count=width), fleet)
+        if runnable is None or runnable.search is None:
+            continue
+        attempt = runnable
         ranker = NumaRanker(index, attempt.cpu_classes, prefer_closest=options.prefer_closest)
         if width == 1:
             batch = _search(engine, attempt, ranker, None, fleet)
@@ -336,10 +357,14 @@ def flavor_candidates(
     """Ranked candidates for a Nova flavor (see the module docstring). Raises ``InvalidFlavor``.
     ``index`` (cell ids, distances, host names) is read from ``database`` unless given;
     ``exhaustive`` runs the reference path (same answer, slower)."""
-    numa = translate(flavor, image)
+    translated = translate(flavor, image)
     limit = options.limit
     fleet = engine.snapshot()
     index = index if index is not None else _cell_index(database, engine, fleet)
+    runnable = _runnable(translated, fleet)
+    if runnable is None:  # requires a trait no provider can have: a valid flavor, no candidates
+        return []
+    numa = runnable
     if numa.topology is None:  # no NUMA request: non-NUMA hosts only, engine order
         result = engine.search(numa.search_query, limit=limit, fleet=fleet)
         explain = to_query_string(numa.search_query)
@@ -350,6 +375,8 @@ def flavor_candidates(
     if options.distribute and not numa.topology.fixed_cell_count:
         distributed = _distributed if exhaustive else _distributed_bounded
         found = distributed(engine, flavor, image, index, options, fleet)
+    elif numa.search is None:  # the NUMA search requires an unknown trait: only the fallback
+        found = []
     elif exhaustive:
         ranker = NumaRanker(index, numa.cpu_classes, prefer_closest=options.prefer_closest)
         found = _search(engine, numa, ranker, limit, fleet)

@@ -1,4 +1,4 @@
-"""Nova's CPU spec syntax (pure)."""
+"""The one CPU-set grammar (Nova's ``parse_cpu_spec``), bounded before expansion (pure)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from placement_numa.agent.cpuset import CpuSpecError, format_cpu_spec, parse_cpu_spec
+from placement_numa.numa.cpu_spec import (
+    MAX_CPU_ID,
+    CpuOutOfRange,
+    CpuSpecError,
+    format_cpu_spec,
+    parse_cpu_spec,
+)
 
 
 @pytest.mark.parametrize(
@@ -41,8 +47,8 @@ def test_parse(spec: str, cpus: set[int]) -> None:
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("a", "'a' is not a CPU number"),
-        ("7-3", "range '7-3' ends before it starts"),
+        ("a", "invalid inclusion expression 'a'"),
+        ("7-3", "invalid range expression '7-3'"),
         ("3-", "'3-'"),
         ("^", "'^'"),
         ("1-2-3", "'1-2-3'"),
@@ -76,3 +82,34 @@ def test_format(cpus: set[int], spec: str) -> None:
 @given(st.frozensets(st.integers(min_value=0, max_value=300)))
 def test_format_then_parse_round_trips(cpus: frozenset[int]) -> None:
     assert parse_cpu_spec(format_cpu_spec(cpus)) == cpus
+
+
+@pytest.mark.parametrize(
+    ("spec", "max_cpu", "cpu"),
+    [
+        ("0-99999999", 7, 8),
+        ("0-4000000000", 3, 4),
+        ("5", 3, 5),
+        ("0-3,9-12,^9", 3, 10),
+        ("0-3,^0-5,6", 3, 6),
+    ],
+    ids=["hundred-million", "four-billion", "single", "first-left-after-exclusion", "inside"],
+)
+def test_inclusions_beyond_the_bound_refused_before_expanding(
+    spec: str, max_cpu: int, cpu: int
+) -> None:
+    with pytest.raises(CpuOutOfRange) as caught:
+        parse_cpu_spec(spec, max_cpu=max_cpu)
+    assert (caught.value.cpu, caught.value.max_cpu) == (cpu, max_cpu)
+
+
+def test_exclusions_beyond_the_bound_are_clipped_and_cancel_inclusions() -> None:
+    assert parse_cpu_spec("0-5,^4-5", max_cpu=3) == {0, 1, 2, 3}
+    assert parse_cpu_spec("0-3,^2-4000000000", max_cpu=3) == {0, 1}
+    assert parse_cpu_spec("^0-99999999999") == set()
+
+
+def test_default_bound() -> None:
+    assert max(parse_cpu_spec(f"{MAX_CPU_ID}")) == MAX_CPU_ID
+    with pytest.raises(CpuOutOfRange):
+        parse_cpu_spec(f"0-{MAX_CPU_ID + 1}")
