@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from placement_numa.claim_client import ClaimRefused, claim_flavor
 from placement_numa.cli.demo import HostShape, _cells, load_host
 from tests.conftest import PlacementAPI
 
@@ -192,3 +193,26 @@ def test_bad_requests(api: PlacementAPI, version: str, body: dict[str, Any], sta
     r = api.post("/allocation_candidates/claim", json=full, version=version)
     assert r.status_code == status, r.text
     assert r.json()["errors"][0]["status"] == status
+
+
+def test_python_client(api: PlacementAPI) -> None:
+    """``claim_client.claim_flavor`` over the app (the test client is an ``httpx.Client``)."""
+    _fleet(api, "host-a")
+    claimed = claim_flavor(api.client, FLAVOR, project_id="p1", user_id="u1", alternates=3)
+    assert claimed.host == "host-a" and sorted(claimed.cells) == [0, 1]
+    assert claimed.consumer_generation == 1 and claimed.alternates == []
+    claim_flavor(api.client, FLAVOR, project_id="p1", user_id="u1")
+    with pytest.raises(ClaimRefused) as refused:
+        claim_flavor(api.client, FLAVOR, project_id="p1", user_id="u1")
+    assert refused.value.no_room and refused.value.status == 409
+    assert refused.value.lacking == {"PCPU": 4}
+    with pytest.raises(ClaimRefused) as stale:
+        claim_flavor(
+            api.client,
+            FLAVOR,
+            project_id="p1",
+            user_id="u1",
+            consumer_uuid=claimed.consumer_uuid,
+            consumer_generation=0,
+        )
+    assert stale.value.code == "placement.concurrent_update" and not stale.value.no_room

@@ -19,6 +19,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "placement_numa.cli.reshape",
     "placement_numa.cli.agent",
     "placement_numa.cli.demo",
+    "placement_numa.cli.schedule",
 )
 
 

@@ -194,21 +194,25 @@ def _provider_ids(ranked: RankedCandidate) -> list[int]:
     return sorted({providers[index].id for index, _, _ in ranked.candidate.allocations})
 
 
+def _item(request: ClaimRequest, resources: Mapping[str, Mapping[str, int]]) -> ConsumerAllocation:
+    return ConsumerAllocation(
+        consumer_uuid=request.consumer_uuid,
+        project_id=request.project_id,
+        user_id=request.user_id,
+        resources=resources,
+        consumer_type=request.consumer_type,
+        consumer_generation=request.consumer_generation,
+        check_generation=True,
+    )
+
+
 def _try_one(
     conn: Connection, ranked: RankedCandidate, request: ClaimRequest, *, wait: bool
 ) -> bool | None:
     """Write ``ranked`` for the consumer inside a savepoint: True when written, False when it no
     longer fits (or its providers vanished), ``None`` when ``wait`` is false and another
     transaction holds some of its providers. Raises ``ConcurrentUpdate`` (consumer generation)."""
-    item = ConsumerAllocation(
-        consumer_uuid=request.consumer_uuid,
-        project_id=request.project_id,
-        user_id=request.user_id,
-        resources=_resources(ranked),
-        consumer_type=request.consumer_type,
-        consumer_generation=request.consumer_generation,
-        check_generation=True,
-    )
+    item = _item(request, _resources(ranked))
     savepoint = conn.begin_nested()
     try:
         if not wait and not provider_repo.try_lock_providers(conn, _provider_ids(ranked)):
@@ -278,6 +282,8 @@ def claim(
     still fits, in one transaction per round (module docstring). ``requested`` (per class) only
     words the ``NoRoom`` error. Raises ``NoRoom``, ``ClaimContended``, ``ConcurrentUpdate``."""
     rng = rng or random.Random()
+    with database.read() as conn:  # a stale consumer generation fails before any search
+        allocation_repo.check_consumer_generation(conn, _item(request, {}))
     attempts = 0
     for round_number in range(1, MAX_ROUNDS + 1):
         found = search(window + request.alternates)

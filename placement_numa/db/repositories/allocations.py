@@ -48,6 +48,7 @@ __all__ = [
     "get_by_provider",
     "replace_allocations",
     "delete_for_consumer",
+    "check_consumer_generation",
 ]
 
 
@@ -203,6 +204,12 @@ def _resolve(
                     )
                     raise BadRequest(f"{prefix}No such resource class {rc}.")
     return by_uuid, class_ids
+
+
+def check_consumer_generation(conn: Connection, item: ConsumerAllocation) -> None:
+    """Raise ``ConcurrentUpdate`` (409) when ``item`` expects another generation than the
+    consumer's current one (the check ``replace_allocations`` starts with)."""
+    _check_generation(item, consumer_repo.get_by_uuid(conn, item.consumer_uuid))
 
 
 def _check_generation(item: ConsumerAllocation, consumer: consumer_repo.ConsumerRow | None) -> None:
