@@ -351,6 +351,8 @@ def main() -> int:
             "--database-url",
             url,
             "--no-migrate",
+            "--auth-strategy",
+            "noauth2",
         ],
         env=env,
         stdout=subprocess.DEVNULL,

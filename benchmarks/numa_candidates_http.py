@@ -67,7 +67,7 @@ def main() -> int:
     hosts = seed_sql(db_path, args.hosts, args.cells)
     exe = str(Path(sys.executable).with_name("placement-numa"))
     command = [exe, "serve", "--port", str(args.port), "--workers", "1"]
-    command += ["--database-url", url, "--no-migrate"]
+    command += ["--database-url", url, "--no-migrate", "--auth-strategy", "noauth2"]
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{args.port}"
     try:

@@ -16,10 +16,13 @@ from fastapi.openapi.utils import get_openapi
 
 from placement_numa import __version__
 from placement_numa.api import microversion as mv
+from placement_numa.api.auth import make_authenticator
+from placement_numa.api.cors import CORSMiddleware, cors_filter
 from placement_numa.api.deps import check_accept
 from placement_numa.api.errors import install_error_handlers
 from placement_numa.api.middleware import PlacementMiddleware
 from placement_numa.api.request_guard import RequestGuardMiddleware
+from placement_numa.api.policy import enforce_policy, make_enforcer
 from placement_numa.api.routers import ROUTERS
 from placement_numa.conf import load_config
 from placement_numa.db import migrate
@@ -36,7 +39,9 @@ DESCRIPTION = f"""
 A resource-placement service that speaks the OpenStack Placement API (microversions
 {mv.MIN_VERSION} to {mv.MAX_VERSION}) and understands NUMA.
 
-Every route but `/` needs an `x-auth-token` header (`admin` is the admin role). Pick a
+Every route but `/` needs an `x-auth-token` header: a Keystone token (`auth_strategy =
+keystone`, the default) or, in development (`noauth2`), `user[:project]` (`admin` has the admin
+role). Each operation is authorised by the oslo.policy rule of OpenStack Placement's name. Pick a
 microversion with `OpenStack-API-Version: placement {mv.MAX_VERSION}`; without it a request
 is served at {mv.MIN_VERSION}. This document describes the newest microversion.
 
@@ -90,10 +95,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         openapi_url="/openapi.json",
         docs_url="/docs",
         redoc_url=None,
-        dependencies=[Depends(check_accept)],
+        dependencies=[Depends(check_accept), Depends(enforce_policy)],
     )
     app.state.settings = settings
-    app.state.conf = load_config(settings.config_file)
+    app.state.conf = conf = load_config(settings.config_file)
+    app.state.enforcer = make_enforcer(conf)
     app.state.database = Database(settings.database_url)
     for router in ROUTERS:
         app.include_router(router)
@@ -104,7 +110,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         max_query_length=settings.max_query_string_length,
         body_timeout=settings.body_read_timeout,
     )
-    app.add_middleware(PlacementMiddleware)
+    app.add_middleware(
+        PlacementMiddleware, authenticator=make_authenticator(settings.auth_strategy, conf)
+    )
+    cors = cors_filter(conf)
+    if cors is not None:
+        app.add_middleware(CORSMiddleware, filter=cors)  # outermost: sees every response
 
     def _openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

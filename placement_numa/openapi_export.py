@@ -29,5 +29,7 @@ def render_openapi() -> str:
     from placement_numa.app import build_openapi, create_app
     from placement_numa.settings import Settings
 
-    app = create_app(Settings(database_url="sqlite://", auto_migrate=False))
+    app = create_app(
+        Settings(database_url="sqlite://", auto_migrate=False, auth_strategy="noauth2")
+    )
     return json.dumps(build_openapi(app), indent=2, sort_keys=True) + "\n"

@@ -14,7 +14,7 @@ Settings are grouped by concern, one block each; add a field to the block it bel
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 from pydantic.fields import FieldInfo
@@ -73,6 +73,17 @@ class Settings(BaseSettings):
     log_level: str = Field(default="info", description="Log level of the service's loggers.")
 
     # --- authentication, policy, CORS (issue 9) ---
+    # [keystone_authtoken], [oslo_policy] and [cors] belong to their libraries (keystonemiddleware,
+    # oslo.policy, oslo.middleware), which read them from app.state.conf.
+    auth_strategy: Literal["keystone", "noauth2"] = Field(
+        default="keystone",
+        description=(
+            "keystone: tokens validated by keystonemiddleware ([keystone_authtoken]); noauth2: "
+            "Placement's development mode, the token names the user and anyone may claim any "
+            "role (x-roles)."
+        ),
+        json_schema_extra=conf_option("api", "auth_strategy"),
+    )
 
     # --- allocation candidates ([placement]) ---
     randomize_allocation_candidates: bool = Field(

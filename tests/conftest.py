@@ -44,7 +44,9 @@ def test_database(
 @pytest.fixture(scope="session")
 def app(test_database: TestDatabase) -> Iterator[FastAPI]:
     """The real application on ``test_database`` (migrations already applied)."""
-    application = create_app(Settings(database_url=test_database.url, auto_migrate=False))
+    application = create_app(
+        Settings(database_url=test_database.url, auto_migrate=False, auth_strategy="noauth2")
+    )
     yield application
     application.state.database.dispose()
 
@@ -56,7 +58,8 @@ def backend(test_database: TestDatabase) -> str:
 
 
 class PlacementAPI:
-    """A thin client: admin token, ``OpenStack-API-Version`` per call (``version=``)."""
+    """A thin client: admin token (noauth2; roles admin and service unless ``token=`` is
+    given), ``OpenStack-API-Version`` per call (``version=``)."""
 
     def __init__(self, client: TestClient, default_version: str = "latest") -> None:
         self.client = client
@@ -76,6 +79,11 @@ class PlacementAPI:
         all_headers = {"openstack-api-version": f"placement {version or self.default_version}"}
         if token is not None:
             all_headers["x-auth-token"] = token
+        if token == "admin":
+            # The suite's usual caller is both operator and compute service (Placement's new
+            # defaults keep POST /reshaper for the service role); tests of identities pass
+            # their own token and x-roles.
+            all_headers["x-roles"] = "admin,service"
         all_headers.update(headers or {})
         return self.client.request(method, url, json=json, headers=all_headers, **kwargs)
 

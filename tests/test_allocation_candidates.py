@@ -183,7 +183,9 @@ def test_every_worker_sees_committed_writes(api: PlacementAPI, test_database: An
     from placement_numa.settings import Settings
 
     rp = numa_host(api)
-    other_app = create_app(Settings(database_url=test_database.url, auto_migrate=False))
+    other_app = create_app(
+        Settings(database_url=test_database.url, auto_migrate=False, auth_strategy="noauth2")
+    )
     try:
         with TestClient(other_app) as client:
             other = PlacementAPI(client)

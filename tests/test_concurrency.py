@@ -154,6 +154,8 @@ def service(
                 "--database-url",
                 db.url,
                 "--no-migrate",
+                "--auth-strategy",
+                "noauth2",
             ],
             stdout=log_file,
             stderr=subprocess.STDOUT,

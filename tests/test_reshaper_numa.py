@@ -47,6 +47,7 @@ def topology(cells: int) -> dict[str, Any]:
 
 def flat_host(api: PlacementAPI) -> tuple[str, str, list[str]]:
     api.client.headers["x-auth-token"] = "admin"
+    api.client.headers["x-roles"] = "admin,service"
     root = create_provider(api)
     name = f"cn-{root[:8]}"
     assert api.put(f"/resource_providers/{root}", json={"name": name}).status_code == 200

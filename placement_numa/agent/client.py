@@ -98,6 +98,9 @@ class PlacementClient:
         self._http = http if http is not None else httpx.Client(base_url=base_url, timeout=timeout)
         self._headers = {
             "x-auth-token": token,
+            # noauth2 (development): claim the role nova-compute holds in Keystone, which
+            # Placement's new defaults require for POST /reshaper; Keystone ignores the header.
+            "x-roles": "service",
             "openstack-api-version": f"placement {MICROVERSION}",
             "accept": "application/json",
         }

@@ -1,59 +1,109 @@
-"""Authentication and authorisation, in one place. For now Placement's ``noauth2``:
+"""Authentication: who is calling, as an oslo.context ``RequestContext``.
 
-* every route but the version document (and the API docs) needs an ``x-auth-token`` header
-  (401 without one);
-* the token is ``user[:project]``; user ``admin`` has the admin role, and an ``x-roles`` header
-  (comma-separated) replaces the roles, as in Placement's noauth2 middleware;
-* the default policy admits the admin role only (403 otherwise), checked after the microversion
-  was negotiated, so a bad version header is reported first.
+``[api] auth_strategy`` (``Settings.auth_strategy``) picks one of two strategies:
+
+* ``keystone`` (the default, production): the token is validated by keystonemiddleware's
+  ``auth_token`` (``placement_numa.api.keystone``), configured in ``[keystone_authtoken]``;
+* ``noauth2`` (development and tests), Placement's semantics: the ``x-auth-token`` is
+  ``user[:project]``; user ``admin`` has the ``admin`` role; an ``x-roles`` header
+  (comma-separated) gives the roles instead; ``openstack-system-scope: all`` makes a
+  system-scoped token (no project). Anyone can claim any role: a warning is logged at start.
+
+Either way the identity becomes the WSGI-style headers keystonemiddleware sets
+(``HTTP_X_USER_ID``, ``HTTP_X_PROJECT_ID``, ``HTTP_X_ROLES``, ``HTTP_X_SERVICE_ROLES``,
+``HTTP_OPENSTACK_SYSTEM_SCOPE``, ...), read by ``RequestContext.from_environ`` as every OpenStack
+service does. The version document and the API docs (``PUBLIC_PATHS``) need no token.
+Authorisation (policy) is ``placement_numa.api.policy``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+from collections.abc import Mapping
+from typing import Any, Protocol
 
-from placement_numa.errors import Forbidden, Unauthorized
+from oslo_config import cfg
+from oslo_context.context import RequestContext
 
-__all__ = ["PUBLIC_PATHS", "Credentials", "authenticate", "authorize"]
+from placement_numa.errors import Unauthorized
 
-PUBLIC_PATHS = frozenset({"/", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+__all__ = [
+    "AUTH_STRATEGIES",
+    "PUBLIC_PATHS",
+    "Authenticator",
+    "NoAuth2",
+    "make_authenticator",
+]
 
+LOG = logging.getLogger(__name__)
 
-@dataclass(frozen=True, slots=True)
-class Credentials:
-    """Who is calling: user and project ids from the token, and their roles."""
-
-    user_id: str
-    project_id: str
-    roles: tuple[str, ...]
-
-    @property
-    def is_admin(self) -> bool:
-        """True when the caller holds the ``admin`` role."""
-        return "admin" in self.roles
+AUTH_STRATEGIES = ("keystone", "noauth2")
+PUBLIC_PATHS = frozenset({"/", "", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
 
 
-def authenticate(path: str, headers: dict[str, str]) -> Credentials | None:
-    """The caller's credentials, or ``None`` on a public path.
+class Authenticator(Protocol):
+    """One authentication strategy."""
 
-    ``headers`` are lower-cased. Raises ``Unauthorized`` (401) when a token is needed and absent.
+    async def authenticate(self, headers: Mapping[str, str], request_id: str) -> RequestContext:
+        """The caller's context from the request's (lower-cased) headers.
+
+        Raises ``Unauthorized`` (401) for a missing or invalid token.
+        """
+
+
+def context_from_identity(environ: Mapping[str, Any], request_id: str) -> RequestContext:
+    """A ``RequestContext`` from identity headers in WSGI form (``HTTP_X_USER_ID``, ...).
+
+    Raises ``Unauthorized`` when no user is named (as Placement's keystone context middleware).
     """
-    if path in PUBLIC_PATHS:
-        return None
-    token = headers.get("x-auth-token")
-    if token is None:
-        raise Unauthorized("This server could not verify that you are authorized.")
-    user_id, _sep, project_id = token.partition(":")
-    if "x-roles" in headers:
-        roles = tuple(r.strip() for r in headers["x-roles"].split(",") if r.strip())
-    elif user_id == "admin":
-        roles = ("admin",)
-    else:
-        roles = ()
-    return Credentials(user_id=user_id, project_id=project_id or user_id, roles=roles)
+    context = RequestContext.from_environ(dict(environ), request_id=request_id)
+    if context.user_id is None:
+        raise Unauthorized("The request you have made requires authentication.")
+    return context
 
 
-def authorize(credentials: Credentials | None) -> None:
-    """Apply the default policy (admin only). Raises ``Forbidden`` (403)."""
-    if credentials is not None and not credentials.is_admin:
-        raise Forbidden("Policy does not allow this request to be performed.")
+class NoAuth2:
+    """Placement's ``noauth2``: trust the token and headers (development and tests only)."""
+
+    async def authenticate(self, headers: Mapping[str, str], request_id: str) -> RequestContext:
+        """See ``Authenticator.authenticate``."""
+        token = headers.get("x-auth-token")
+        if token is None:
+            raise Unauthorized("This server could not verify that you are authorized.")
+        user_id, _sep, project_id = token.partition(":")
+        if "x-roles" in headers:
+            roles = [r.strip() for r in headers["x-roles"].split(",") if r.strip()]
+        elif user_id == "admin":
+            roles = ["admin"]
+        else:
+            roles = []
+        environ = {
+            "HTTP_X_AUTH_TOKEN": token,
+            "HTTP_X_USER_ID": user_id,
+            "HTTP_X_ROLES": ",".join(roles),
+        }
+        system_scope = headers.get("openstack-system-scope")
+        if system_scope:
+            environ["HTTP_OPENSTACK_SYSTEM_SCOPE"] = system_scope
+        else:
+            environ["HTTP_X_PROJECT_ID"] = project_id or user_id
+        return context_from_identity(environ, request_id)
+
+
+def make_authenticator(strategy: str, conf: cfg.ConfigOpts) -> Authenticator:
+    """The authenticator for ``strategy`` (``keystone`` or ``noauth2``).
+
+    ``conf`` holds ``[keystone_authtoken]`` (keystonemiddleware registers its options on it).
+    Raises ``ValueError`` for an unknown strategy.
+    """
+    if strategy == "noauth2":
+        LOG.warning(
+            "auth_strategy is noauth2: tokens are not validated and anyone who can reach the "
+            "service can claim any role (x-roles). Use auth_strategy = keystone in production."
+        )
+        return NoAuth2()
+    if strategy == "keystone":
+        from placement_numa.api.keystone import KeystoneAuth
+
+        return KeystoneAuth(conf)
+    raise ValueError(f"[api] auth_strategy: {strategy!r} is not one of {AUTH_STRATEGIES}")

@@ -3,13 +3,15 @@
 For every HTTP request it
 
 1. assigns ``req-<uuid4>`` (``scope["state"]["request_id"]``, header ``x-openstack-request-id``);
-2. authenticates (``placement_numa.api.auth``): 401 without a token;
+2. authenticates with the app's ``Authenticator`` (``placement_numa.api.auth``; the caller's
+   ``RequestContext`` in ``scope["state"]["credentials"]``): 401 without a valid token;
 3. negotiates the microversion (``scope["state"]["microversion"]``): 400/406 on a bad header;
-4. applies the default policy (403), and refuses a body without a content type (400);
+4. refuses a body without a content type (400);
 5. adds ``openstack-api-version: placement X.Y`` and ``vary: openstack-api-version`` to responses.
 
 The ``Accept`` check (406 when JSON is excluded) is a dependency of GET routes
-(``api.deps.check_accept``), so unknown routes still answer 404 as in Placement.
+(``api.deps.check_accept``) and the policy check (403) an app-wide dependency
+(``api.policy.enforce_policy``), so unknown routes still answer 404 as in Placement.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from placement_numa.api import microversion as mv
-from placement_numa.api.auth import authenticate, authorize
+from placement_numa.api.auth import PUBLIC_PATHS, Authenticator
 from placement_numa.api.responses import error_payload
 from placement_numa.errors import BadRequest, PlacementError
 
@@ -43,8 +45,9 @@ def _check_content_headers(headers: dict[str, str]) -> None:
 class PlacementMiddleware:
     """See the module docstring."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, authenticator: Authenticator) -> None:
         self.app = app
+        self.authenticator = authenticator
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """ASGI entry point: non-HTTP scopes pass through untouched."""
@@ -61,13 +64,12 @@ class PlacementMiddleware:
         extra: list[tuple[bytes, bytes]] = [(b"x-openstack-request-id", request_id.encode())]
         version: mv.Microversion | None = None
         try:
-            credentials = authenticate(scope["path"], headers)
-            state["credentials"] = credentials
+            if scope["path"] not in PUBLIC_PATHS:
+                state["credentials"] = await self.authenticator.authenticate(headers, request_id)
             version = mv.parse_header(headers)
             state["microversion"] = version
             extra.append((b"openstack-api-version", f"{mv.SERVICE_TYPE} {version}".encode()))
             extra.append((b"vary", b"openstack-api-version"))
-            authorize(credentials)
             _check_content_headers(headers)
         except PlacementError as error:
             await _send_error(send, error, request_id, version, extra, headers.get("accept"))
@@ -93,6 +95,7 @@ async def _send_error(
     headers: list[Any] = [
         (b"content-type", media_type.encode()),
         (b"content-length", str(len(body)).encode()),
+        *((name.lower().encode(), value.encode()) for name, value in error.headers.items()),
         *extra,
     ]
     await send({"type": "http.response.start", "status": error.status, "headers": headers})

@@ -236,7 +236,12 @@ def register(subparsers: Any) -> None:
         sub.add_argument("--url", default="http://127.0.0.1:8778", help="Placement endpoint")
         sub.add_argument("--token", default="admin", help="x-auth-token")
         sub.add_argument(
-            "--roles", default=None, help="x-roles header (OpenStack Placement's noauth2)"
+            "--roles",
+            default="admin,service",
+            help=(
+                "x-roles header (noauth2 only; Keystone ignores it). POST /reshaper needs the "
+                "service role under Placement's new policy defaults"
+            ),
         )
         sub.set_defaults(handler=run)
 

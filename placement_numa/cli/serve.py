@@ -26,6 +26,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--workers", type=int, help="uvicorn worker processes (default 1)")
     parser.add_argument("--database-url", help="SQLAlchemy URL (default: SQLite file)")
     parser.add_argument(
+        "--auth-strategy",
+        choices=("keystone", "noauth2"),
+        help="keystone (default; [keystone_authtoken]) or noauth2 (development: trusts headers)",
+    )
+    parser.add_argument(
         "--no-migrate", action="store_true", help="do not apply migrations on start"
     )
     parser.add_argument(
@@ -46,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
             "workers": args.workers,
             "database_url": args.database_url,
             "config_file": args.config_file,
+            "auth_strategy": args.auth_strategy,
         }.items()
         if value is not None
     }
@@ -59,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     if settings.config_file is not None:
         os.environ["PLACEMENT_NUMA_CONFIG_FILE"] = str(settings.config_file)
     os.environ["PLACEMENT_NUMA_AUTO_MIGRATE"] = "false"
+    os.environ["PLACEMENT_NUMA_AUTH_STRATEGY"] = settings.auth_strategy
     if getattr(args, "demo", False):
         from placement_numa.cli.demo import load_when_up
 
