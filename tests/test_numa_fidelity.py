@@ -106,6 +106,55 @@ def test_caret_mask_means_every_cpu_but_those(api: PlacementAPI) -> None:
     assert (resources["PCPU"], resources["VCPU"]) == (3, 1)
 
 
+# --- defect 3: no memory overcommit for pinned and explicit-page-size guests -----------------
+
+
+@pytest.mark.parametrize(
+    ("specs", "placed"),
+    [
+        ({"hw:numa_nodes": "1"}, True),
+        ({"hw:cpu_policy": "dedicated"}, False),
+        ({"hw:cpu_policy": "mixed", "hw:cpu_dedicated_mask": "0"}, False),
+        ({"hw:mem_page_size": "small"}, False),
+        ({"hw:mem_page_size": "any"}, False),
+    ],
+    ids=["shared-overcommits", "dedicated", "mixed", "page-size-small", "page-size-any"],
+)
+def test_pinned_and_paged_guests_never_overcommit_memory(
+    api: PlacementAPI, tmp_path: Path, specs: dict[str, str], placed: bool
+) -> None:
+    """1 cell, ram_allocation_ratio 1.5, 4096 MiB of small pages with 3072 used: a 2048 MiB
+    guest fits the Placement capacity (6144 - 3072) but not the free pages (1024), which is
+    what Nova checks for pinned guests and guests with an explicit page size."""
+    sys = build_numa_host(tmp_path, [Cell(cpus=[0, 1, 2, 3], memory_kb=4 * GiB_KB)], [[10]])
+    host = discover(sys, small_page_kb=4)
+    settings = AgentSettings(
+        hostname="ratio-host",
+        disk_gb=100,
+        reserved_host_memory_mb=0,
+        cpu_dedicated_set="0-1",
+        cpu_shared_set="2-3",
+        ram_allocation_ratio=1.5,
+    )
+    tree = build(host, settings.policy_for(host))
+    sync(PlacementClient(http=api.client), tree)
+    small = tree.by_path()["NUMA0/PAGE_4KB"].uuid
+    used = api.put(
+        "/allocations/5d0c0000-0000-4000-8000-000000000003",
+        json={
+            "allocations": {small: {"resources": {"MEMORY_MB": 3072}}},
+            "project_id": "p",
+            "user_id": "u",
+            "consumer_generation": None,
+            "consumer_type": "INSTANCE",
+        },
+        version=V,
+    )
+    assert used.status_code == 204, used.text
+    response = ask(api, {"vcpus": 2, "memory_mb": 2048, "extra_specs": specs})
+    assert hosts_of(response) == (["ratio-host"] if placed else [])
+
+
 # --- defect 4: valid flavors asking a trait nobody has ---------------------------------------
 
 

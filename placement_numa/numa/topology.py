@@ -54,6 +54,14 @@ class GuestTopology:
     thread_policy: str | None
     emulator_threads_isolate: bool
     fixed_cell_count: bool
+    explicit_page_size: bool = False
+
+    @property
+    def memory_not_overcommitted(self) -> bool:
+        """Whether Nova refuses to overcommit this guest's memory: dedicated CPUs
+        (``dedicated``/``mixed``) or an explicit ``hw:mem_page_size`` make Nova count FREE pages
+        at ratio 1.0 (``_numa_fit_instance_cell``; ``numa.memory_rule`` enforces it)."""
+        return self.explicit_page_size or self.cpu_policy in ("dedicated", "mixed")
 
 
 def _even_cpus(vcpus: int, parts: int) -> list[frozenset[int]]:
@@ -110,4 +118,4 @@ def guest_topology(
         if emulator and index == 0:
             pcpu += 1
         cells.append(GuestCell(index, cpus[index], memory[index], vcpu, pcpu))
-    return GuestTopology(tuple(cells), page, policy, threads, emulator, fixed)
+    return GuestTopology(tuple(cells), page, policy, threads, emulator, fixed, size is not None)

@@ -9,6 +9,11 @@ fallback candidates on hosts not reshaped yet.
   then the fallback query (``!HW_NON_NUMA,!HW_NUMA_ROOT``) after every NUMA fit;
 * ``query_candidates``: a ready ``CandidateQuery`` (the JSON form of the GET query), ranked.
 
+Nova's memory rule for guests with dedicated CPUs or an explicit page size (never overcommit
+their memory: free pages at ratio 1.0) is applied to each candidate through the engine's
+``accept`` hook (``numa.memory_rule``), as is "guest cells on distinct host cells" when the
+query itself cannot enforce it.
+
 Ranked searches give the engine the ranker's ``bound`` hook (``NumaRanker.bound``): roots are
 searched in ascending order of the best key they can offer and the search stops once ``limit``
 candidates are known to come first, so the work follows the candidates returned, not those that
@@ -27,7 +32,7 @@ translation.
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 
 from placement_numa.db.database import Database
@@ -39,6 +44,7 @@ from placement_numa.numa.distances import cell_id_from_name
 from placement_numa.numa.distribute import widths_to_try
 from placement_numa.numa.engine_rank import CellIndex, NumaRanker
 from placement_numa.numa.flavor import Flavor, ImageProperties
+from placement_numa.numa.memory_rule import memory_accept
 from placement_numa.numa.query_string import to_query_string
 from placement_numa.numa.ranking import NumaScore, rank_key
 from placement_numa.numa.translate import NumaQuery, translate
@@ -158,6 +164,24 @@ def _anchors_distinct(candidate: Candidate, anchors: tuple[str, ...]) -> bool:
     return len({p for p in chosen}) == len(chosen)
 
 
+def _accept(numa: NumaQuery, fleet: FleetSnapshot) -> Callable[[Candidate], bool] | None:
+    """The search's ``accept`` filter: guest cells on distinct host cells when the query cannot
+    enforce it (``filter_anchors``), and Nova's memory rule for pinned and explicit-page-size
+    guests (``numa.memory_rule``); ``None`` when neither applies."""
+    checks: list[Callable[[Candidate], bool]] = []
+    if numa.filter_anchors:
+        anchors = numa.anchors
+        checks.append(lambda c: _anchors_distinct(c, anchors))
+    memory = memory_accept(numa.topology, fleet)
+    if memory is not None:
+        checks.append(memory)
+    if not checks:
+        return None
+    if len(checks) == 1:
+        return checks[0]
+    return lambda c: all(check(c) for check in checks)
+
+
 def _ranker(index: CellIndex, numa: NumaQuery, options: NumaOptions) -> NumaRanker:
     return NumaRanker(
         index,
@@ -180,14 +204,15 @@ def _search_bounded(
     searched best bound first; on ``fleet`` (``None``: a fresh snapshot). Same answer as
     ``_search``."""
     query = numa.search_query
-    anchors = numa.anchors
+    if fleet is None:
+        fleet = engine.snapshot()
     result = engine.search(
         query,
         limit=limit,
         rank=ranker.rank,
         rank_bound=ranker.bound,
         roots=roots,
-        accept=(lambda c: _anchors_distinct(c, anchors)) if numa.filter_anchors else None,
+        accept=_accept(numa, fleet),
         fleet=fleet,
     )
     explain = to_query_string(query)
@@ -205,13 +230,16 @@ def _search(
 ) -> list[RankedCandidate]:
     """The exhaustive reference of ``_search_bounded`` (every candidate ranked)."""
     query = numa.search_query
+    if fleet is None:
+        fleet = engine.snapshot()
+    accept = _accept(numa, fleet)
     result = engine.search(
-        query, limit=None if numa.filter_anchors else limit, rank=ranker.rank, fleet=fleet
+        query, limit=None if accept is not None else limit, rank=ranker.rank, fleet=fleet
     )
     explain = to_query_string(query)
     found = []
     for candidate in result.candidates:
-        if numa.filter_anchors and not _anchors_distinct(candidate, numa.anchors):
+        if accept is not None and not accept(candidate):
             continue
         found.append(
             RankedCandidate(candidate, result.fleet, ranker.score(candidate, result.fleet), explain)

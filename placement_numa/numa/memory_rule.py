@@ -1,0 +1,52 @@
+"""Nova's memory rule for pinned and explicit-page-size guests, as a constraint of the search.
+
+Nova (``nova.virt.hardware._numa_fit_instance_cell``) never overcommits the memory of a guest
+with dedicated CPUs (``hw:cpu_policy=dedicated|mixed``) or with an explicit
+``hw:mem_page_size``: it checks the FREE pages of the chosen page size (``total - used -
+reserved``), whatever ``ram_allocation_ratio`` says. A Placement inventory knows only one
+capacity, ``(total - reserved) * allocation_ratio``, and the agent reports the host's
+``ram_allocation_ratio`` on the small-page provider (shared guests may overcommit there, as in
+Nova), so the rule cannot live in the tree nor in the query: it is a constraint the NUMA search
+applies to each candidate through the engine's public ``accept`` hook (issue 11, defect 3).
+
+Rule: for every ``MEMORY_MB`` the candidate takes from a provider,
+``used + amount <= total - reserved`` (ratio 1.0). Huge-page providers have ratio 1.0 already,
+so only small pages at a ratio above 1 are affected. The ``explain`` query (the GET equivalent)
+does not carry this rule; its answer may hold candidates the POST leaves out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from placement_numa.engine.candidates import Candidate
+from placement_numa.engine.fleet import FleetSnapshot
+from placement_numa.numa.topology import GuestTopology
+
+__all__ = ["fits_without_overcommit", "memory_accept"]
+
+
+def fits_without_overcommit(candidate: Candidate, fleet: FleetSnapshot) -> bool:
+    """Whether every ``MEMORY_MB`` amount of ``candidate`` fits its provider at ratio 1.0
+    (``used + amount <= total - reserved``; amounts summed per provider)."""
+    taken: dict[int, int] = {}
+    for provider, resource_class, amount in candidate.allocations:
+        if resource_class == "MEMORY_MB":
+            taken[provider] = taken.get(provider, 0) + amount
+    for provider, amount in taken.items():
+        inventory = fleet.providers[provider].inventories.get("MEMORY_MB")
+        if inventory is None or inventory.allocation_ratio <= 1.0:
+            continue
+        if inventory.used + amount > inventory.total - inventory.reserved:
+            return False
+    return True
+
+
+def memory_accept(
+    topology: GuestTopology | None, fleet: FleetSnapshot
+) -> Callable[[Candidate], bool] | None:
+    """The ``accept`` filter for a guest whose memory Nova does not overcommit (``None`` for
+    other guests: nothing to check)."""
+    if topology is None or not topology.memory_not_overcommitted:
+        return None
+    return lambda candidate: fits_without_overcommit(candidate, fleet)
