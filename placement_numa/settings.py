@@ -91,6 +91,25 @@ class Settings(BaseSettings):
         description="Shuffle allocation candidates before applying limit (Placement's option).",
         json_schema_extra=conf_option("placement", "randomize_allocation_candidates"),
     )
+    max_allocation_candidates: int = Field(
+        default=100_000,
+        ge=-1,
+        description=(
+            "At most this many allocation candidates are generated per request, before limit"
+            " (Placement's option); past it the answer is truncated. -1: no cap but the"
+            " engine's budget of 2,000,000 group placements per search."
+        ),
+        json_schema_extra=conf_option("placement", "max_allocation_candidates"),
+    )
+    allocation_candidates_generation_strategy: Literal["depth-first", "breadth-first"] = Field(
+        default="depth-first",
+        description=(
+            "Order in which viable roots give candidates (Placement's option): depth-first"
+            " (every candidate of a root before the next) or breadth-first (one candidate of"
+            " every root before a second of any: more hosts under limit)."
+        ),
+        json_schema_extra=conf_option("placement", "allocation_candidates_generation_strategy"),
+    )
 
     # --- limits and timeouts (issue 10) ---
     # Input caps: each bounds the work one request can cause, checked before the work starts.

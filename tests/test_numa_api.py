@@ -160,19 +160,17 @@ def check_two_cell_flavor_gets_the_closest_cells_first(
     api: PlacementAPI, fleet: dict[str, Any]
 ) -> None:
     names = {host["root"]: name for name, host in fleet.items()}
-    body = post(
-        api,
-        flavor={
-            "vcpus": 8,
-            "memory_mb": 8192,
-            "root_gb": 10,
-            "extra_specs": {
-                "hw:numa_nodes": "2",
-                "hw:cpu_policy": "dedicated",
-                "hw:mem_page_size": "small",
-            },
+    flavor = {
+        "vcpus": 8,
+        "memory_mb": 8192,
+        "root_gb": 10,
+        "extra_specs": {
+            "hw:numa_nodes": "2",
+            "hw:cpu_policy": "dedicated",
+            "hw:mem_page_size": "small",
         },
-    )
+    }
+    body = post(api, flavor=flavor)
     requests = body["allocation_requests"]
     first: dict[str, Any] = {}
     for request in requests:
@@ -187,11 +185,24 @@ def check_two_cell_flavor_gets_the_closest_cells_first(
     assert first["amd-nps4-1"]["cells"] == [0, 1]  # equal scores: lower-numbered cells
     assert first["amd-nps4-2"]["cells"] == [2, 3]  # cells 0 and 1 are partly used: better spread
     assert first["intel-2s-1"]["average_distance"] == 15.5
-    # rank order: width, then distance, then spread
+    # rank order: width, then distance, then spread; by default diversified: each host's best
+    # first (in rank order), then each host's second best, ...
     keys = [
         (r["numa"]["width"], r["numa"]["average_distance"], r["numa"]["spread"]) for r in requests
     ]
-    assert keys == sorted(keys)
+    hosts = len(first)
+    assert keys[:hosts] == sorted(keys[:hosts])
+    assert len({host_of(body, names, r) for r in requests[:hosts]}) == hosts
+    strict = post(api, flavor=flavor, diversify=False)["allocation_requests"]
+    strict_keys = [
+        (r["numa"]["width"], r["numa"]["average_distance"], r["numa"]["spread"]) for r in strict
+    ]
+    assert strict_keys == sorted(strict_keys)
+    assert sorted(strict_keys) == sorted(keys)
+    # identical guest cells are interchangeable: each host-cell set once unless asked
+    every = post(api, flavor=flavor, every_ordering=True, diversify=False)["allocation_requests"]
+    assert len(every) == 2 * len(strict)
+    assert {tuple(r["numa"]["cells"]) for r in every} == {tuple(r["numa"]["cells"]) for r in strict}
     assert "group_policy=isolate" in requests[0]["numa"]["explain"]
     mapping = requests[0]["mappings"]
     assert set(mapping) == {"", "_MEM1", "_PROC1", "_MEM2", "_PROC2"}

@@ -240,9 +240,9 @@ def test_bounded_search_visits_few_roots() -> None:
     searched: list[int] = []
     original = RootSearch.candidates
 
-    def counting(self: RootSearch, root: int) -> Any:
+    def counting(self: RootSearch, root: int, **kwargs: Any) -> Any:
         searched.append(root)
-        return original(self, root)
+        return original(self, root, **kwargs)
 
     RootSearch.candidates = counting  # type: ignore[method-assign]
     try:

@@ -31,6 +31,10 @@ def get_candidate_engine(request: Request) -> CandidateEngine:
                 engine = SnapshotEngine(
                     SqlFleetSource(state.database),
                     randomize=bool(getattr(settings, "randomize_allocation_candidates", False)),
+                    max_candidates=getattr(settings, "max_allocation_candidates", None),
+                    strategy=getattr(
+                        settings, "allocation_candidates_generation_strategy", "depth-first"
+                    ),
                 )
                 state.candidate_engine = engine
     return engine

@@ -18,6 +18,7 @@ from placement_numa.errors import PlacementError
 __all__ = [
     "PlacementJSONResponse",
     "json_response",
+    "json_bytes_response",
     "error_body",
     "error_payload",
     "no_content",
@@ -88,6 +89,17 @@ def json_response(
     response = PlacementJSONResponse(body, status_code=status, headers=headers)
     if cache and version >= mv.CACHE_HEADERS:
         response.headers["last-modified"] = http_date(last_modified)
+        response.headers["cache-control"] = "no-cache"
+    return response
+
+
+def json_bytes_response(
+    body: bytes, version: mv.Microversion, *, status: int = 200, cache: bool = True
+) -> Response:
+    """``json_response`` for a body already encoded as JSON bytes (same headers)."""
+    response = Response(body, status_code=status, media_type="application/json")
+    if cache and version >= mv.CACHE_HEADERS:
+        response.headers["last-modified"] = http_date(None)
         response.headers["cache-control"] = "no-cache"
     return response
 

@@ -62,7 +62,7 @@ query sees every write committed before it started.
 
 from __future__ import annotations
 
-from placement_numa.engine.candidates import Candidate, CandidateResult, GroupChoice
+from placement_numa.engine.candidates import Candidate, CandidateResult, GroupChoice, SearchStats
 from placement_numa.engine.fleet import FleetSnapshot, Inventory, ProviderInfo
 from placement_numa.engine.memory import (
     CandidateEngine,
@@ -70,6 +70,7 @@ from placement_numa.engine.memory import (
     RankFn,
     SnapshotEngine,
     StaticFleetSource,
+    Strategy,
 )
 from placement_numa.engine.search import RankBoundFn, RootView
 
@@ -83,6 +84,8 @@ __all__ = [
     "SnapshotEngine",
     "Candidate",
     "CandidateResult",
+    "SearchStats",
+    "Strategy",
     "GroupChoice",
     "FleetSnapshot",
     "ProviderInfo",

@@ -9,12 +9,20 @@ Providers are snapshot indices (``FleetSnapshot.providers[i]``); the API turns t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from placement_numa.engine.fleet import FleetSnapshot
 
-__all__ = ["GroupChoice", "Candidate", "CandidateResult", "Layout"]
+__all__ = [
+    "GroupChoice",
+    "Candidate",
+    "CandidateResult",
+    "Layout",
+    "SearchStats",
+    "TemplateEntry",
+]
 
 # (provider index, resource class, amount)
 Allocation = tuple[int, str, int]
@@ -48,6 +56,22 @@ class Layout:
     slot_resources: tuple[tuple[tuple[str, int], ...], ...]
 
 
+class TemplateEntry:
+    """One candidate of a tree's answer in positions: ``chosen[k]`` and the first item of each
+    ``allocations`` triple index a list of providers (the tree's members, or the relevant
+    providers of a root); kept once and replayed for every look-alike tree. ``cache``: free
+    for renderers (e.g. the candidate pre-encoded with holes for the uuids)."""
+
+    __slots__ = ("chosen", "allocations", "cache")
+
+    def __init__(
+        self, chosen: tuple[int, ...], allocations: tuple[tuple[int, str, int], ...]
+    ) -> None:
+        self.chosen = chosen
+        self.allocations = allocations
+        self.cache: object = None
+
+
 class Candidate:
     """One allocation request anchored at the tree whose root is ``anchor`` (a provider index).
 
@@ -58,23 +82,64 @@ class Candidate:
       (built on first access: the search makes many candidates and most are only rendered);
     * ``mappings()``: ``(suffix, sorted provider indices)`` per group, cheaply.
 
+    A candidate replayed from another tree's answer (look-alike trees, see
+    ``search.RootSearch``) is built as ``Candidate.replayed(anchor, members, entry, layout)``:
+    ``entry`` (a ``TemplateEntry``) holds positions into ``members`` and ``chosen`` and
+    ``allocations`` are only materialised when read; renderers may use ``members`` and
+    ``entry`` directly (``entry.cache`` is theirs), so a replayed candidate costs no per-slot
+    work until something looks at it.
+
     Immutable by contract (read-only attributes).
     """
 
-    __slots__ = ("anchor", "chosen", "allocations", "layout", "_groups")
+    __slots__ = ("anchor", "_chosen", "_allocations", "layout", "_groups", "members", "entry")
 
     def __init__(
         self,
         anchor: int,
-        chosen: tuple[int, ...],
-        allocations: tuple[Allocation, ...],
+        chosen: tuple[int, ...] | None,
+        allocations: tuple[Allocation, ...] | None,
         layout: Layout,
     ) -> None:
         self.anchor = anchor
-        self.chosen = chosen
-        self.allocations = allocations
+        self._chosen = chosen
+        self._allocations = allocations
         self.layout = layout
         self._groups: tuple[GroupChoice, ...] | None = None
+        self.members: Sequence[int] | None = None
+        self.entry: TemplateEntry | None = None
+
+    @classmethod
+    def replayed(
+        cls, anchor: int, members: Sequence[int], entry: TemplateEntry, layout: Layout
+    ) -> Candidate:
+        """A candidate given as ``entry``'s positions into ``members`` (provider indices)."""
+        candidate = cls(anchor, None, None, layout)
+        candidate.members = members
+        candidate.entry = entry
+        return candidate
+
+    @property
+    def chosen(self) -> tuple[int, ...]:
+        """``chosen[k]``: the provider filling search slot ``k``."""
+        chosen = self._chosen
+        if chosen is None:
+            members = self.members
+            assert members is not None and self.entry is not None
+            chosen = self._chosen = tuple([members[k] for k in self.entry.chosen])
+        return chosen
+
+    @property
+    def allocations(self) -> tuple[Allocation, ...]:
+        """``(provider, resource class, amount)``, sorted, amounts on one provider summed."""
+        allocations = self._allocations
+        if allocations is None:
+            members = self.members
+            assert members is not None and self.entry is not None
+            allocations = self._allocations = tuple(
+                [(members[k], rc, a) for k, rc, a in self.entry.allocations]
+            )
+        return allocations
 
     @property
     def groups(self) -> tuple[GroupChoice, ...]:
@@ -121,15 +186,48 @@ class Candidate:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class SearchStats:
+    """What one search did (for metrics; latency is measured by the caller).
+
+    * ``returned``: candidates in the result (after ``limit``);
+    * ``generated``: candidates the search produced before ``limit`` (one per ordering class
+      when ranking, plus the reorderings it handed out), what ``max_allocation_candidates``
+      caps;
+    * ``roots_visited``: anchor roots whose trees were searched;
+    * ``cap_hit``: the answer was truncated by ``max_allocation_candidates`` (or the engine's
+      placement budget), as Placement truncates.
+    """
+
+    returned: int = 0
+    generated: int = 0
+    roots_visited: int = 0
+    cap_hit: bool = False
+
+
 @dataclass(slots=True)
 class CandidateResult:
-    """Candidates in the engine's order (first ``limit`` only) and the snapshot they refer to."""
+    """Candidates in the engine's order (first ``limit`` only), the snapshot they refer to, and
+    ``stats`` (``SearchStats``) about the search that found them."""
 
     candidates: list[Candidate]
     fleet: FleetSnapshot
+    stats: SearchStats = SearchStats()
 
     def summary_providers(self) -> list[int]:
         """Providers for ``provider_summaries``: every provider of each tree holding a provider
         that gives resources to some candidate (Placement's rule), in index order."""
-        roots = {self.fleet.providers[a[0]].root for c in self.candidates for a in c.allocations}
-        return sorted(i for root in roots for i in self.fleet.tree[root])
+        tree = self.fleet.tree
+        return sorted(i for root in self.summary_roots() for i in tree[root])
+
+    def summary_roots(self) -> list[int]:
+        """Roots of the trees ``summary_providers`` covers, in index order."""
+        fleet = self.fleet
+        sharing = fleet.roots_with_sharing
+        roots: set[int] = set()
+        for c in self.candidates:
+            if c.anchor in sharing:  # a sharing provider may sit in another tree
+                roots.update(fleet.providers[a[0]].root for a in c.allocations)
+            else:  # everything is in the anchor's tree
+                roots.add(c.anchor)
+        return sorted(roots)

@@ -29,6 +29,8 @@ __all__ = [
     "ProviderRow",
     "InventoryRow",
     "SHARING_TRAIT",
+    "MAX_CAPACITY",
+    "safe_capacity",
 ]
 
 # os-traits' MISC_SHARES_VIA_AGGREGATE (a constant of the Placement protocol, not a list of names).
@@ -38,6 +40,22 @@ SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE"
 ProviderRow = tuple[int, str, "int | None", int]
 # (provider_id, resource class name, total, reserved, min_unit, max_unit, step_size, ratio)
 InventoryRow = tuple[int, str, int, int, int, int, int, float]
+
+
+MAX_CAPACITY = 2**63 - 1
+
+
+def safe_capacity(total: int, reserved: int, ratio: float) -> int:
+    """``int((total - reserved) * ratio)`` clamped to +-``MAX_CAPACITY`` (64-bit signed, what
+    JSON clients and SQL columns hold); 0 when the product is not a number."""
+    value = (total - reserved) * ratio
+    if value != value:  # NaN
+        return 0
+    if value >= MAX_CAPACITY:
+        return MAX_CAPACITY
+    if value <= -MAX_CAPACITY:
+        return -MAX_CAPACITY
+    return int(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,11 +69,15 @@ class Inventory:
     step_size: int
     allocation_ratio: float
     used: int = 0
+    # ``int((total - reserved) * allocation_ratio)``, as Placement reports it, clamped to
+    # [-MAX_CAPACITY, MAX_CAPACITY] (a stored ratio of 3e38 must not break reads: it renders
+    # as 2**63 - 1); 0 for a ratio that is not a number
+    capacity: int = field(init=False, compare=False, repr=False)
 
-    @property
-    def capacity(self) -> int:
-        """``int((total - reserved) * allocation_ratio)``, as Placement reports it."""
-        return int((self.total - self.reserved) * self.allocation_ratio)
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "capacity", safe_capacity(self.total, self.reserved, self.allocation_ratio)
+        )
 
     @property
     def free(self) -> int:
@@ -157,8 +179,11 @@ class FleetSnapshot:
             if providers[i].aggregates:
                 self.sharing_anchors[i] = self._anchors(i)
         self._index_sharing()
-        # rendering caches (API layer): per response shape, provider index -> summary dict
-        self.summary_cache: dict[object, dict[int, object]] = {}
+        # rendering caches (API layer), per response shape: a dict whose entries keyed by a
+        # provider index, ("root", root) or ("root-q", root) describe that provider or tree
+        # (dropped for the providers and trees a refresh replaces); other entries must not
+        # depend on provider state (kept)
+        self.summary_cache: dict[object, dict[object, object]] = {}
 
     def _root_profile(self, members: list[int]) -> int:
         providers = self.providers
@@ -302,12 +327,16 @@ class FleetSnapshot:
             new.roots_with_sharing = old.roots_with_sharing
         else:
             new._patch_sharing(old, infos, removed, loaded)
-        # rendering caches: everything but the replaced providers is still right
+        # rendering caches: everything but the replaced providers and trees is still right
         new.summary_cache = {}
+        touched_roots = old_roots | set(new_trees)
         for shape, cache in old.summary_cache.items():
             kept = dict(cache)
             for i in removed | loaded:
                 kept.pop(i, None)
+            for root in touched_roots:
+                kept.pop(("root", root), None)
+                kept.pop(("root-q", root), None)
             new.summary_cache[shape] = kept
         return new
 

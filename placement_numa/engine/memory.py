@@ -11,24 +11,36 @@ from __future__ import annotations
 
 import heapq
 import random
-from collections.abc import Callable, Collection, Iterator
-from typing import Any, Protocol
+from collections import deque
+from collections.abc import Callable, Collection, Iterable, Iterator
+from typing import Any, Literal, Protocol
 
 from placement_numa.domain.request_groups import CandidateQuery
-from placement_numa.engine.candidates import Candidate, CandidateResult
+from placement_numa.engine.candidates import Candidate, CandidateResult, SearchStats
 from placement_numa.engine.fleet import FleetSnapshot
 from placement_numa.engine.search import (
+    QueryPlan,
     RankBoundFn,
     RootSearch,
-    bounded_merge,
+    RootView,
     candidate_roots,
     plan_query,
 )
 from placement_numa.errors import BadRequest
 
-__all__ = ["CandidateEngine", "RankFn", "FleetSource", "StaticFleetSource", "SnapshotEngine"]
+__all__ = [
+    "CandidateEngine",
+    "RankFn",
+    "FleetSource",
+    "StaticFleetSource",
+    "SnapshotEngine",
+    "Strategy",
+    "PLACEMENT_BUDGET",
+]
 
 RankFn = Callable[[Candidate, FleetSnapshot], Any]
+# Placement's ``[placement] allocation_candidates_generation_strategy``
+Strategy = Literal["depth-first", "breadth-first"]
 
 
 class CandidateEngine(Protocol):
@@ -55,6 +67,9 @@ class CandidateEngine(Protocol):
         roots: Collection[str] | None = None,
         accept: Callable[[Candidate], bool] | None = None,
         fleet: FleetSnapshot | None = None,
+        orderings: bool = True,
+        diversify: bool = False,
+        strategy: Strategy | None = None,
     ) -> CandidateResult:
         """Candidates for ``query``, best first (arguments: see the package docstring);
         ``fleet``: search this snapshot (from ``snapshot()``) instead of a fresh one.
@@ -83,12 +98,60 @@ class StaticFleetSource:
         return self.fleet
 
 
-class SnapshotEngine:
-    """``CandidateEngine`` over snapshots from ``source``; ``randomize`` shuffles root order."""
+# At most this many group placements (candidates x search slots) are generated per search,
+# whatever max_allocation_candidates says: a candidate of 500 groups weighs 500 of 1-group ones.
+PLACEMENT_BUDGET = 2_000_000
 
-    def __init__(self, source: FleetSource, *, randomize: bool = False) -> None:
+
+class _Counter:
+    """Work done by one search (see ``SearchStats``) and the cap it runs under."""
+
+    __slots__ = ("generated", "roots", "cap", "cap_hit")
+
+    def __init__(self, cap: int | None) -> None:
+        self.generated = 0
+        self.roots = 0
+        self.cap = cap
+        self.cap_hit = False
+
+    def take(self) -> bool:
+        """Count one generated candidate; ``False`` (and ``cap_hit``) once the cap is spent."""
+        if self.cap is not None and self.generated >= self.cap:
+            self.cap_hit = True
+            return False
+        self.generated += 1
+        return True
+
+
+class SnapshotEngine:
+    """``CandidateEngine`` over snapshots from ``source``.
+
+    * ``randomize``: shuffle root order (Placement's ``randomize_allocation_candidates``);
+    * ``max_candidates``: Placement's ``[placement] max_allocation_candidates``: at most this
+      many candidates are generated per search (``None`` or negative: no cap but
+      ``PLACEMENT_BUDGET``); past it the answer is truncated, as Placement truncates, and
+      ``result.stats.cap_hit`` is set;
+    * ``strategy``: Placement's ``allocation_candidates_generation_strategy``: ``depth-first``
+      (every candidate of a root before the next root) or ``breadth-first`` (round robin over
+      roots: one candidate of each viable root before a second of any), for unranked searches.
+    """
+
+    def __init__(
+        self,
+        source: FleetSource,
+        *,
+        randomize: bool = False,
+        max_candidates: int | None = None,
+        strategy: Strategy = "depth-first",
+    ) -> None:
         self.source = source
         self.randomize = randomize
+        self.max_candidates = (
+            max_candidates if max_candidates is not None and max_candidates >= 0 else None
+        )
+        if strategy not in ("depth-first", "breadth-first"):
+            raise ValueError(f"unknown generation strategy {strategy!r}")
+        self.strategy: Strategy = strategy
         self.caches: dict[str, object] = {}
 
     def snapshot(self) -> FleetSnapshot:
@@ -106,49 +169,83 @@ class SnapshotEngine:
         roots: Collection[str] | None = None,
         accept: Callable[[Candidate], bool] | None = None,
         fleet: FleetSnapshot | None = None,
+        orderings: bool = True,
+        diversify: bool = False,
+        strategy: Strategy | None = None,
     ) -> CandidateResult:
         """Candidates for ``query``: at most ``limit`` (default ``query.limit``), best first.
 
         ``rank_bound`` (with ``rank``): search roots lazily in ascending bound order
-        (``search.bounded_merge``; same result as without it). ``roots``: only anchor roots with
-        these uuids. ``accept``: keep only candidates it accepts (applied before ``limit``).
-        ``fleet``: search this snapshot instead of asking the source (several searches of one
-        request see one state and read the revision counter once).
+        (``search.bounded_merge``' order; same result as without it). ``roots``: only anchor
+        roots with these uuids. ``accept``: keep only candidates it accepts (applied before
+        ``limit``). ``fleet``: search this snapshot instead of asking the source (several
+        searches of one request see one state and read the revision counter once).
+        ``orderings=False``: one candidate per ordering class of interchangeable groups
+        (identical suffixed groups; alike ``same_subtree`` sets such as a NUMA guest's identical
+        cells): each distinct set of providers once. ``diversify`` (with ``rank``): the best
+        candidate of every root, in rank order, before the second best of any root, and so on.
+        ``strategy``: this search's generation strategy (default: the engine's).
+
+        A ranked search ranks one candidate per ordering class (``rank`` and ``accept`` must
+        not depend on how interchangeable groups are ordered among themselves: the NUMA ranks
+        do not) and keeps at most ``limit`` per root, so ``limit`` bounds its memory and the
+        cap bounds its work. ``result.stats`` tells what the search did.
+
+        Raises ``BadRequest`` for unknown resource classes or traits (``check_names``).
         """
         if fleet is None:
             fleet = self.source.snapshot()
         check_names(query, fleet)
         if limit is None:
             limit = query.limit
-        stream = self._stream(
-            fleet,
-            query,
-            rank,
-            exclude_nested=not nested_aware and fleet.has_trees,
-            rank_bound=rank_bound,
-            only_roots=roots,
-            accept=accept,
-        )
+        plan = plan_query(fleet, query)
+        cap = self.max_candidates
+        budget = PLACEMENT_BUDGET // max(1, len(plan.slots))
+        cap = budget if cap is None else min(cap, budget)
+        counter = _Counter(cap)
         found: list[Candidate] = []
         if limit is None or limit > 0:
+            stream = self._stream(
+                plan,
+                rank,
+                counter,
+                exclude_nested=not nested_aware and fleet.has_trees,
+                rank_bound=rank_bound,
+                only_roots=roots,
+                accept=accept,
+                orderings=orderings,
+                diversify=diversify,
+                strategy=strategy or self.strategy,
+                need=limit,
+            )
             for candidate in stream:
                 found.append(candidate)
                 if limit is not None and len(found) >= limit:
                     break
-        return CandidateResult(found, fleet)
+        stats = SearchStats(
+            returned=len(found),
+            generated=counter.generated,
+            roots_visited=counter.roots,
+            cap_hit=counter.cap_hit,
+        )
+        return CandidateResult(found, fleet, stats)
 
     def _stream(
         self,
-        fleet: FleetSnapshot,
-        query: CandidateQuery,
+        plan: QueryPlan,
         rank: RankFn | None,
+        counter: _Counter,
         *,
         exclude_nested: bool,
-        rank_bound: RankBoundFn | None = None,
-        only_roots: Collection[str] | None = None,
-        accept: Callable[[Candidate], bool] | None = None,
+        rank_bound: RankBoundFn | None,
+        only_roots: Collection[str] | None,
+        accept: Callable[[Candidate], bool] | None,
+        orderings: bool,
+        diversify: bool,
+        strategy: Strategy,
+        need: int | None,
     ) -> Iterator[Candidate]:
-        plan = plan_query(fleet, query)
+        fleet = plan.fleet
         roots: Any = candidate_roots(plan)
         if only_roots is not None:
             allowed = {fleet.index_by_uuid.get(u, -1) for u in only_roots}
@@ -161,55 +258,185 @@ class SnapshotEngine:
         searcher = RootSearch(plan)
         roots_with_sharing = fleet.roots_with_sharing
 
-        def per_root(root: int) -> Iterator[Candidate]:
-            # a candidate can be found from two anchors only through sharing providers
-            maybe_twice = root in roots_with_sharing
-            for candidate in searcher.candidates(root):
+        def bases(root: int, every_ordering: bool = False) -> Iterator[Candidate]:
+            """The root's candidates, one per ordering class (all with ``every_ordering``),
+            filtered (nested, accept)."""
+            counter.roots += 1
+            for candidate in searcher.candidates(root, orderings=every_ordering):
+                if not counter.take():
+                    return
                 if exclude_nested:
                     owners = [providers[p].root for p, _, _ in candidate.allocations]
                     if len(set(owners)) != len({p for p, _, _ in candidate.allocations}):
                         continue
-                if maybe_twice and any(
-                    providers[p].root != root or providers[p].sharing for p in candidate.providers()
-                ):
-                    # may also be found from another anchor: report it once
-                    key = candidate.key()
-                    if key in seen:
-                        continue
-                    seen.add(key)
                 if accept is not None and not accept(candidate):
                     continue
                 yield candidate
 
+        def unique(root: int, candidates: Iterable[Candidate]) -> Iterator[Candidate]:
+            """Drop candidates already found from another anchor (sharing providers only)."""
+            if root not in roots_with_sharing:
+                yield from candidates
+                return
+            for candidate in candidates:
+                if any(
+                    providers[p].root != root or providers[p].sharing for p in candidate.providers()
+                ):
+                    key = candidate.key()
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                yield candidate
+
+        def every(base: Candidate) -> Iterator[Candidate]:
+            """``base`` and (with ``orderings``) its reorderings, each counted."""
+            if not orderings:
+                yield base
+                return
+            first = True
+            for candidate in searcher.orderings(base):
+                if not first and not counter.take():
+                    return
+                first = False
+                yield candidate
+
+        def per_root(root: int) -> Iterator[Candidate]:
+            return unique(root, bases(root, orderings))
+
         if rank is None:
+            if strategy == "breadth-first":
+                yield from _round_robin(per_root(root) for root in roots)
+                return
             for root in roots:
                 yield from per_root(root)
+                if counter.cap_hit:
+                    return
             return
-        if rank_bound is not None and not self.randomize:
-            yield from bounded_merge(searcher, roots, per_root, rank, rank_bound)
-            return
-        heap: list[tuple[Any, int, int, Candidate]] = []
-        queues: dict[int, Iterator[tuple[Any, int, Candidate]]] = {}
-        for order, root in enumerate(roots):
-            ranked = sorted(
-                ((rank(c, fleet), n, c) for n, c in enumerate(per_root(root))),
-                key=lambda item: (item[0], item[1]),
+
+        def ranked_root(root: int) -> Iterator[tuple[Any, Candidate]]:
+            """``(key, candidate)`` of one root in rank order (ties: search order); at most
+            ``need`` ranked classes kept (all when the root may share candidates)."""
+            keyed: Iterator[tuple[Any, float, Candidate]] = (
+                (rank(c, fleet), n, c) for n, c in enumerate(bases(root))
             )
             if self.randomize:
-                random.shuffle(ranked)
-                ranked.sort(key=lambda item: item[0])
-            if ranked:
-                queue = iter(ranked)
-                key, n, candidate = next(queue)
-                queues[order] = queue
-                heap.append((key, order, n, candidate))
-        heapq.heapify(heap)
+                keyed = ((key, random.random(), c) for key, _, c in keyed)
+            if need is not None and root not in roots_with_sharing:
+                ranked = heapq.nsmallest(need, keyed, key=_first_two)
+            else:
+                ranked = sorted(keyed, key=_first_two)
+            for key, _, base in ranked:
+                for candidate in unique(root, every(base)):
+                    yield key, candidate
+
+        yield from _merge(
+            searcher,
+            roots,
+            ranked_root,
+            rank_bound if not self.randomize else None,
+            diversify=diversify,
+            counter=counter,
+        )
+
+
+def _first_two(item: tuple[Any, float, Candidate]) -> tuple[Any, float]:
+    return item[0], item[1]
+
+
+def _round_robin(streams: Iterable[Iterator[Candidate]]) -> Iterator[Candidate]:
+    """Placement's breadth-first order (``util.roundrobin``): the first candidate of every
+    stream in stream order, then the second of each, and so on; streams are opened lazily, one
+    per first round step."""
+    active: deque[Iterator[Candidate]] = deque()
+    for stream in streams:
+        first = next(stream, None)
+        if first is not None:
+            yield first
+            active.append(stream)
+    while active:
+        stream = active.popleft()
+        following = next(stream, None)
+        if following is not None:
+            yield following
+            active.append(stream)
+
+
+def _merge(
+    searcher: RootSearch,
+    roots: Iterable[int],
+    ranked_root: Callable[[int], Iterator[tuple[Any, Candidate]]],
+    bound: RankBoundFn | None,
+    *,
+    diversify: bool,
+    counter: _Counter,
+) -> Iterator[Candidate]:
+    """Ranked candidates of ``roots`` in order ``(rank key, root order, root's own order)``.
+
+    With ``bound``, every root gets a bound first (``RankBoundFn``); roots are searched in
+    ``(bound, root order)`` order and a candidate is yielded once it precedes ``(bound,
+    order)`` of every root not searched yet, so the work follows the roots whose best
+    candidates are returned (design notes, "search per root, best first"). Roots whose
+    candidates may also be found from another anchor (sharing providers) are searched first,
+    in root order, so the dedup keeps the copy the exhaustive merge would keep. With
+    ``diversify``, rounds: each root's best candidate in rank order, then each root's second
+    best, and so on. Stops searching new roots once the cap is spent.
+    """
+    fleet = searcher.plan.fleet
+    sharing_roots = fleet.roots_with_sharing
+    pending: list[tuple[Any, int, int]] = []  # (bound, order, root)
+    first: list[tuple[int, int]] = []  # (order, root): searched before any bound applies
+    for order, root in enumerate(roots):
+        if bound is None or root in sharing_roots:
+            first.append((order, root))
+            continue
+        key = bound(RootView(searcher, root))
+        if key is not None:
+            pending.append((key, order, root))
+    pending.sort(key=lambda item: (item[0], item[1]))
+    heap: list[tuple[Any, int, int, Candidate]] = []  # (key, order, seq, candidate)
+    streams: dict[int, Iterator[tuple[Any, Candidate]]] = {}
+    later: list[int] = []  # diversify: roots whose next candidate waits for the next round
+    seq = 0
+
+    def push(order: int) -> None:
+        nonlocal seq
+        following = next(streams[order], None)
+        if following is None:
+            del streams[order]
+            return
+        seq += 1
+        heapq.heappush(heap, (following[0], order, seq, following[1]))
+
+    def pop() -> Candidate:
+        _, order, _, candidate = heapq.heappop(heap)
+        if diversify:
+            later.append(order)
+        else:
+            push(order)
+        return candidate
+
+    def start(order: int, root: int) -> None:
+        streams[order] = ranked_root(root)
+        push(order)
+
+    for order, root in first:
+        if counter.cap_hit:
+            break
+        start(order, root)
+    for key, order, root in pending:
+        while heap and (heap[0][0], heap[0][1]) < (key, order):
+            yield pop()
+        if counter.cap_hit:
+            break
+        start(order, root)
+    while True:
         while heap:
-            key, order, n, candidate = heapq.heappop(heap)
-            yield candidate
-            following = next(queues[order], None)
-            if following is not None:
-                heapq.heappush(heap, (following[0], order, following[1], following[2]))
+            yield pop()
+        if not later:
+            return
+        for order in sorted(later):
+            push(order)
+        later.clear()
 
 
 def check_names(query: CandidateQuery, fleet: FleetSnapshot) -> None:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from placement_numa.domain.request_groups import CandidateQuery, RequestGroup
-from placement_numa.engine.candidates import Candidate, Layout
+from placement_numa.engine.candidates import Candidate, Layout, TemplateEntry
 from placement_numa.engine.fleet import FleetSnapshot, ProviderInfo
 
 __all__ = [
@@ -49,6 +49,7 @@ __all__ = [
     "RootView",
     "RankBoundFn",
     "bounded_merge",
+    "expand",
 ]
 
 
@@ -87,6 +88,11 @@ class QueryPlan:
     isolate: bool = False
     slots_of_group: list[list[int]] = field(default_factory=list)
     layout: Layout | None = None
+    # interchangeable units (see ``_units``): runs of units, each unit its slots in canonical
+    # order; ``lex_first[k]``/``lex_last[k]``: ordering checks between consecutive units
+    unit_runs: list[list[tuple[int, ...]]] = field(default_factory=list)
+    lex_first: dict[int, int] = field(default_factory=dict)
+    lex_last: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = field(default_factory=dict)
 
 
 def plan_query(fleet: FleetSnapshot, query: CandidateQuery) -> QueryPlan:
@@ -113,7 +119,7 @@ def plan_query(fleet: FleetSnapshot, query: CandidateQuery) -> QueryPlan:
     # Slots: same_subtree groups first (resourceless, then by set), then other suffixed groups
     # (identical ones adjacent), then the unsuffixed group's classes.
     order: list[int] = []
-    for members in subtree_sets:
+    for members in _sets_in_search_order(groups, subtree_sets):
         for i in sorted(members, key=lambda i: (bool(groups[i].resources), i)):
             if i not in order:
                 order.append(i)
@@ -150,7 +156,11 @@ def plan_query(fleet: FleetSnapshot, query: CandidateQuery) -> QueryPlan:
         slots_of_group=tuple(tuple(ks) for ks in slots_of_group),
         slot_resources=tuple(slot.resources for slot in slots),
     )
+    unit_runs, lex_first, lex_last = _units(groups, slots, subtree_sets, sets_of_group)
     return QueryPlan(
+        unit_runs=unit_runs,
+        lex_first=lex_first,
+        lex_last=lex_last,
         layout=layout,
         slots_of_group=slots_of_group,
         fleet=fleet,
@@ -163,6 +173,105 @@ def plan_query(fleet: FleetSnapshot, query: CandidateQuery) -> QueryPlan:
         sets_of_group=sets_of_group,
         isolate=query.isolate,
     )
+
+
+def _set_signature(groups: tuple[RequestGroup, ...], members: frozenset[int]) -> str:
+    return repr(sorted(repr((not groups[i].resources, _signature(groups[i]))) for i in members))
+
+
+def _sets_in_search_order(
+    groups: tuple[RequestGroup, ...], subtree_sets: list[frozenset[int]]
+) -> list[frozenset[int]]:
+    """``same_subtree`` sets in query order, except that sets looking alike (same member
+    signatures) are moved next to the first of them, so interchangeable sets are adjacent."""
+    first_seen: dict[str, int] = {}
+    keyed = []
+    for n, members in enumerate(subtree_sets):
+        key = _set_signature(groups, members)
+        keyed.append((first_seen.setdefault(key, n), n, members))
+    keyed.sort(key=lambda item: (item[0], item[1]))
+    return [members for _, _, members in keyed]
+
+
+def _units(
+    groups: tuple[RequestGroup, ...],
+    slots: list[_Slot],
+    subtree_sets: list[frozenset[int]],
+    sets_of_group: list[list[int]],
+) -> tuple[
+    list[list[tuple[int, ...]]],
+    dict[int, int],
+    dict[int, tuple[tuple[int, ...], tuple[int, ...]]],
+]:
+    """Interchangeable units of a plan: runs of identical suffixed groups outside
+    ``same_subtree`` (one slot each), and runs of alike ``same_subtree`` sets whose groups are in
+    no other set (a NUMA guest's identical cells). Swapping the providers of two units of a run
+    turns a candidate into another one (same resources, traits, aggregates, isolation and
+    subtree rules), so the search keeps one representative per multiset (units' provider tuples
+    in non-decreasing order) and ``expand`` produces the others.
+
+    Returns ``(runs, lex_first, lex_last)``: ``runs`` lists units (slot tuples in canonical
+    order); for a set unit that follows another of its run, ``lex_first[k] = j`` says slot
+    ``k`` (its first canonical slot) must hold a provider ``>=`` slot ``j``'s, and
+    ``lex_last[k] = (previous unit, this unit)`` asks the full tuple comparison once slot ``k``
+    (its last slot in search order) is set.
+    """
+    slots_of_group: list[list[int]] = [[] for _ in groups]
+    for k, slot in enumerate(slots):
+        slots_of_group[slot.group].append(k)
+    runs: list[list[tuple[int, ...]]] = []
+    # single suffixed groups outside same_subtree (``symmetric_with_previous``)
+    current: list[tuple[int, ...]] = []
+    for k, slot in enumerate(slots):
+        if slot.suffixed and not sets_of_group[slot.group]:
+            if slot.symmetric_with_previous and current:
+                current.append((k,))
+                continue
+            if len(current) > 1:
+                runs.append(current)
+            current = [(k,)]
+        else:
+            if len(current) > 1:
+                runs.append(current)
+            current = []
+    if len(current) > 1:
+        runs.append(current)
+    # same_subtree sets
+    lex_first: dict[int, int] = {}
+    lex_last: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+    eligible = []
+    for s, members in enumerate(subtree_sets):
+        if members and all(sets_of_group[i] == [s] for i in members):
+            ks = [k for i in members for k in slots_of_group[i]]
+            ks.sort()
+            if ks == list(range(ks[0], ks[0] + len(ks))):
+                canonical = tuple(
+                    sorted(
+                        ks,
+                        key=lambda k: (
+                            not groups[slots[k].group].resources,
+                            repr(_signature(groups[slots[k].group])),
+                            k,
+                        ),
+                    )
+                )
+                eligible.append((ks[0], _set_signature(groups, members), canonical))
+    eligible.sort()
+    previous: tuple[int, str, tuple[int, ...]] | None = None
+    set_run: list[tuple[int, ...]] = []
+    for first, key, canonical in eligible:
+        if previous is not None and previous[1] == key and first == previous[0] + len(previous[2]):
+            set_run.append(canonical)
+            lex_first[canonical[0]] = previous[2][0]
+            lex_last[first + len(canonical) - 1] = (previous[2], canonical)
+        else:
+            if len(set_run) > 1:
+                runs.append(set_run)
+            set_run = [canonical]
+        previous = (first, key, canonical)
+    if len(set_run) > 1:
+        runs.append(set_run)
+    return runs, lex_first, lex_last
 
 
 def _signature(group: RequestGroup) -> tuple[object, ...]:
@@ -294,7 +403,8 @@ def _search_raw(
     plan: QueryPlan, options: list[list[int]]
 ) -> Iterator[tuple[list[int], tuple[tuple[int, str, int], ...]]]:
     """Depth-first search over slots given each slot's options: yields ``(provider per slot,
-    consolidated allocations)`` for every full assignment, identical groups expanded."""
+    consolidated allocations)`` for every full assignment with interchangeable units in
+    non-decreasing order (one representative per ordering class; ``expand`` gives the rest)."""
     fleet = plan.fleet
     providers = fleet.providers
     slots = plan.slots
@@ -332,6 +442,8 @@ def _search_raw(
     set_lca: list[int] = [-1 for _ in plan.subtree_sets]
     remaining_in_set = [len(members) for members in plan.subtree_sets]
     isolate = plan.isolate
+    lex_first, lex_last = plan.lex_first, plan.lex_last
+    depth_now = 0
 
     def subtree_ok(s: int) -> bool:
         members = set_members[s]
@@ -346,106 +458,158 @@ def _search_raw(
         ancestors = fleet.ancestors(lca)
         for g in plan.subtree_sets[s]:
             for k in slots_of_group[g]:
-                if k >= depth_now[0] and not option_sets[k].isdisjoint(ancestors):
+                if k >= depth_now and not option_sets[k].isdisjoint(ancestors):
                     return True
         return False
 
-    depth_now = [0]
+    saved_lca: list[list[int]] = [[] for _ in range(n)]
 
-    def assign(k: int) -> Iterator[None]:
-        if k == n:
-            yield None
-            return
+    def undo(k: int) -> None:
         slot = slots[k]
-        start = 0
-        if slot.symmetric_with_previous:
-            start = chosen_pos[k - 1] + (1 if isolate else 0)
-        slot_options = options[k]
-        resources = slot.resources
+        p = chosen[k]
         group_sets = plan.sets_of_group[slot.group] if slot.suffixed else ()
-        for pos in range(start, len(slot_options)):
-            p = slot_options[pos]
-            if isolate and slot.suffixed and p in isolated:
-                continue
-            inventories = providers[p].inventories
-            ok = True
-            for rc, amount in resources:
-                total = consumption.get((p, rc), 0) + amount
-                inventory = inventories[rc]
-                if total > inventory.max_unit or inventory.used + total > inventory.capacity:
-                    ok = False
-                    break
-            if not ok:
-                continue
-            # apply
-            for rc, amount in resources:
-                consumption[(p, rc)] = consumption.get((p, rc), 0) + amount
-            chosen[k] = p
-            chosen_pos[k] = pos
-            if isolate and slot.suffixed:
-                isolated.add(p)
-            saved = []
-            for s in group_sets:
-                saved.append(set_lca[s])
-                set_lca[s] = p if not set_members[s] else _lca(fleet, set_lca[s], p)
-                set_members[s].append(p)
-                remaining_in_set[s] -= 1
-            depth_now[0] = k + 1
-            good = all(subtree_ok(s) for s in group_sets)
-            if good and k == check_traits_at:
-                union = frozenset().union(*(providers[chosen[j]].traits for j in unsuffixed_slots))
-                good = unsuffixed_group is not None and (
-                    unsuffixed_group.required_traits <= union
-                    and all(not union.isdisjoint(a) for a in unsuffixed_group.any_traits)
-                )
-            if good:
-                yield from assign(k + 1)
-            # undo
-            for s, old in zip(reversed(group_sets), reversed(saved), strict=True):
-                set_members[s].pop()
-                set_lca[s] = old
-                remaining_in_set[s] += 1
-            if isolate and slot.suffixed:
-                isolated.discard(p)
-            for rc, amount in resources:
-                left = consumption[(p, rc)] - amount
-                if left:
-                    consumption[(p, rc)] = left
-                else:
-                    del consumption[(p, rc)]
-            depth_now[0] = k
+        saved = saved_lca[k]
+        for s, old in zip(reversed(group_sets), reversed(saved), strict=True):
+            set_members[s].pop()
+            set_lca[s] = old
+            remaining_in_set[s] += 1
+        if isolate and slot.suffixed:
+            isolated.discard(p)
+        for rc, amount in slot.resources:
+            left = consumption[(p, rc)] - amount
+            if left:
+                consumption[(p, rc)] = left
+            else:
+                del consumption[(p, rc)]
 
-    # runs of symmetric slots: (first slot, last slot)
-    runs: list[tuple[int, int]] = []
-    for k, slot in enumerate(slots):
-        if slot.symmetric_with_previous:
-            first, _ = runs[-1]
-            runs[-1] = (first, k)
-        else:
-            runs.append((k, k))
-    symmetric_runs = [(a, b) for a, b in runs if b > a]
+    def try_apply(k: int, pos: int) -> bool:
+        """Put option ``pos`` into slot ``k`` if every check passes (state applied then)."""
+        nonlocal depth_now
+        slot = slots[k]
+        p = options[k][pos]
+        if isolate and slot.suffixed and p in isolated:
+            return False
+        before = lex_first.get(k)
+        if before is not None and p < chosen[before]:
+            return False
+        inventories = providers[p].inventories
+        for rc, amount in slot.resources:
+            total = consumption.get((p, rc), 0) + amount
+            inventory = inventories[rc]
+            if total > inventory.max_unit or inventory.used + total > inventory.capacity:
+                return False
+        for rc, amount in slot.resources:
+            consumption[(p, rc)] = consumption.get((p, rc), 0) + amount
+        chosen[k] = p
+        chosen_pos[k] = pos
+        if isolate and slot.suffixed:
+            isolated.add(p)
+        group_sets = plan.sets_of_group[slot.group] if slot.suffixed else ()
+        saved = saved_lca[k]
+        saved.clear()
+        for s in group_sets:
+            saved.append(set_lca[s])
+            set_lca[s] = p if not set_members[s] else _lca(fleet, set_lca[s], p)
+            set_members[s].append(p)
+            remaining_in_set[s] -= 1
+        depth_now = k + 1
+        good = all(subtree_ok(s) for s in group_sets)
+        if good and k == check_traits_at:
+            union = frozenset().union(*(providers[chosen[j]].traits for j in unsuffixed_slots))
+            good = unsuffixed_group is not None and (
+                unsuffixed_group.required_traits <= union
+                and all(not union.isdisjoint(a) for a in unsuffixed_group.any_traits)
+            )
+        if good:
+            pair = lex_last.get(k)
+            if pair is not None:
+                earlier, this = pair
+                good = tuple(chosen[j] for j in earlier) <= tuple(chosen[j] for j in this)
+        if not good:
+            undo(k)
+            depth_now = k
+            return False
+        return True
 
-    for _ in assign(0):
-        allocations = tuple(sorted((p, rc, amount) for (p, rc), amount in consumption.items()))
-        base = list(chosen)
-        for assignment in _expand(base, symmetric_runs):
-            yield assignment, allocations
+    def first_pos(k: int) -> int:
+        if slots[k].symmetric_with_previous:
+            return chosen_pos[k - 1] + (1 if isolate else 0)
+        return 0
+
+    if n == 0:
+        return
+    # Iterative depth-first search (no recursion per slot: a query may have thousands of slots).
+    # next_pos[k]: the next option position to try in slot k.
+    next_pos = [0] * n
+    next_pos[0] = first_pos(0)
+    k = 0
+    while k >= 0:
+        slot_options = options[k]
+        placed = False
+        pos = next_pos[k]
+        while pos < len(slot_options):
+            if try_apply(k, pos):
+                placed = True
+                break
+            pos += 1
+        if not placed:
+            k -= 1
+            if k >= 0:
+                undo(k)
+                depth_now = k
+                next_pos[k] = chosen_pos[k] + 1
+            continue
+        next_pos[k] = pos + 1
+        if k + 1 < n:
+            k += 1
+            next_pos[k] = first_pos(k)
+            continue
+        # a full assignment
+        yield (
+            list(chosen),
+            tuple(sorted((p, rc, amount) for (p, rc), amount in consumption.items())),
+        )
+        undo(k)
+        depth_now = k
+        # next_pos[k] already points past the option just used
 
 
-def _expand(base: list[int], runs: Sequence[tuple[int, int]]) -> Iterator[list[int]]:
-    """Every distinct way to hand the providers chosen for each run of identical groups to the
-    groups of the run (distinct permutations of a multiset), in lexicographic order."""
+def expand(base: list[int], runs: Sequence[Sequence[tuple[int, ...]]]) -> Iterator[list[int]]:
+    """Every distinct way to hand the provider tuples chosen for each run of interchangeable
+    units to the units of the run (distinct permutations of a multiset, lexicographic), for
+    every run at once (their product, first run varying slowest); ``base`` first. Lazy and
+    iterative (no recursion per run)."""
     if not runs:
         yield base
         return
-    (first, last), rest = runs[0], runs[1:]
-    for perm in _distinct_permutations(sorted(base[first : last + 1])):
+    tuples_per_run = [[tuple(base[k] for k in unit) for unit in run] for run in runs]
+    iterators: list[Iterator[list[tuple[int, ...]]]] = []
+    current: list[list[tuple[int, ...]]] = []
+    for tuples in tuples_per_run:
+        it = _distinct_permutations(sorted(tuples))
+        iterators.append(it)
+        current.append(next(it))
+    while True:
         variant = list(base)
-        variant[first : last + 1] = perm
-        yield from _expand(variant, rest)
+        for run, perm in zip(runs, current, strict=True):
+            for unit, values in zip(run, perm, strict=True):
+                for k, value in zip(unit, values, strict=True):
+                    variant[k] = value
+        yield variant
+        r = len(runs) - 1
+        while r >= 0:
+            following = next(iterators[r], None)
+            if following is not None:
+                current[r] = following
+                break
+            iterators[r] = _distinct_permutations(sorted(tuples_per_run[r]))
+            current[r] = next(iterators[r])
+            r -= 1
+        if r < 0:
+            return
 
 
-def _distinct_permutations(values: list[int]) -> Iterator[list[int]]:
+def _distinct_permutations(values: list[Any]) -> Iterator[list[Any]]:
     """Distinct permutations of a sorted multiset, lexicographic; work per permutation is
     O(len(values)) (Knuth, TAOCP 7.2.1.2, Algorithm L)."""
     a = list(values)
@@ -464,13 +628,6 @@ def _distinct_permutations(values: list[int]) -> Iterator[list[int]]:
         a[j + 1 :] = reversed(a[j + 1 :])
 
 
-def _candidate(
-    plan: QueryPlan, root: int, chosen: list[int], allocations: tuple[tuple[int, str, int], ...]
-) -> Candidate:
-    assert plan.layout is not None  # set by plan_query
-    return Candidate(root, tuple(chosen), allocations, plan.layout)
-
-
 class RootSearch:
     """Searches roots one at a time for one ``QueryPlan``, reusing work across look-alike roots.
 
@@ -484,9 +641,9 @@ class RootSearch:
 
     def __init__(self, plan: QueryPlan) -> None:
         self.plan = plan
-        self.templates: dict[
-            tuple[object, ...], list[tuple[tuple[int, ...], tuple[tuple[int, str, int], ...]]]
-        ] = {}
+        assert plan.layout is not None  # set by plan_query
+        self.layout = plan.layout
+        self.templates: dict[tuple[object, ...], list[TemplateEntry]] = {}
         self.rcs = sorted({rc for g in plan.groups for rc in g.resources})
         names: set[str] = set()
         for g in plan.groups:
@@ -496,9 +653,9 @@ class RootSearch:
                     names |= any_of
         self.trait_names = frozenset(names)
         self.by_profile = all(t is None for t in plan.in_tree_root)
-        self.profile_templates: dict[
-            int, list[tuple[tuple[int, ...], tuple[tuple[int, str, int], ...]]]
-        ] = {}
+        self.profile_templates: dict[int, list[TemplateEntry]] = {}
+        # per profile: every ordering of each entry (orderings=True replays)
+        self.expanded_templates: dict[int, list[TemplateEntry]] = {}
         self.bound_cache: dict[object, object] = {}  # see RootView.cache
         self.slot_keys = [
             (
@@ -524,23 +681,74 @@ class RootSearch:
             options.append(opts)
         return options
 
-    def candidates(self, root: int) -> Iterator[Candidate]:
-        """Every candidate anchored at ``root``, lazily, in a deterministic depth-first order."""
+    def candidates(self, root: int, *, orderings: bool = True) -> Iterator[Candidate]:
+        """Every candidate anchored at ``root``, lazily, in a deterministic depth-first order;
+        ``orderings=False``: one per ordering class of interchangeable units (``_units``)."""
+        runs = self.plan.unit_runs
+        if not orderings or not runs:
+            yield from self.bases(root)
+            return
+        profile = self._profile(root)
+        if profile >= 0:
+            known = self.expanded_templates.get(profile)
+            if known is None and profile in self.profile_templates:
+                known = self.expanded_templates[profile] = [
+                    variant
+                    for entry in self.profile_templates[profile]
+                    for variant in self._entry_orderings(entry)
+                ]
+            if known is not None:
+                members = self.plan.fleet.tree[root]
+                layout = self.layout
+                for entry in known:
+                    yield Candidate.replayed(root, members, entry, layout)
+                return
+        for base in self.bases(root):
+            yield from self.orderings(base)
+
+    def _entry_orderings(self, entry: TemplateEntry) -> Iterator[TemplateEntry]:
+        """``entry`` and its reorderings, in positions."""
+        first = True
+        for chosen in expand(list(entry.chosen), self.plan.unit_runs):
+            if first:
+                first = False
+                yield entry
+            else:
+                yield TemplateEntry(tuple(chosen), entry.allocations)
+
+    def orderings(self, base: Candidate) -> Iterator[Candidate]:
+        """``base`` and every other candidate from reordering its interchangeable units (the
+        same resources, providers and allocations), lazily; ``base`` first."""
+        runs = self.plan.unit_runs
+        if not runs:
+            yield base
+            return
+        first = True
+        for chosen in expand(list(base.chosen), runs):
+            if first:
+                first = False
+                yield base
+                continue
+            yield Candidate(base.anchor, tuple(chosen), base.allocations, base.layout)
+
+    def _profile(self, root: int) -> int:
+        if self.by_profile and root not in self.plan.fleet.shared_into:
+            return self.plan.fleet.root_profiles[root]
+        return -1
+
+    def bases(self, root: int) -> Iterator[Candidate]:
+        """Candidates anchored at ``root`` with interchangeable units in non-decreasing order
+        (one per ordering class), lazily, in a deterministic depth-first order."""
         plan = self.plan
         fleet = plan.fleet
-        profile = -1
-        if self.by_profile and root not in fleet.shared_into:
-            profile = fleet.root_profiles[root]
+        layout = self.layout
+        profile = self._profile(root)
+        if profile >= 0:
             known = self.profile_templates.get(profile)
             if known is not None:
                 members = fleet.tree[root]
-                for chosen_pos, alloc_pos in known:
-                    yield _candidate(
-                        plan,
-                        root,
-                        [members[k] for k in chosen_pos],
-                        tuple((members[k], rc, a) for k, rc, a in alloc_pos),
-                    )
+                for entry in known:
+                    yield Candidate.replayed(root, members, entry, layout)
                 return
         options = self.options(root)
         if options is None:
@@ -551,36 +759,33 @@ class RootSearch:
         pos = {p: k for k, p in enumerate(relevant)}
         signature = self._signature(options, relevant, pos)
         template = self.templates.get(signature)
-        results: Iterator[tuple[list[int], tuple[tuple[int, str, int], ...]]]
         if template is not None:
-            results = (
-                (
-                    [relevant[k] for k in chosen_pos],
-                    tuple((relevant[k], rc, a) for k, rc, a in alloc_pos),
-                )
-                for chosen_pos, alloc_pos in template
-            )
+            results: Iterator[TemplateEntry] = iter(template)
         else:
-            results = _search_raw(plan, options)
+            results = (
+                TemplateEntry(
+                    tuple([pos[p] for p in chosen]),
+                    tuple([(pos[p], rc, a) for p, rc, a in allocations]),
+                )
+                for chosen, allocations in _search_raw(plan, options)
+            )
         recorded = []
         by_member = []
         where = {m: k for k, m in enumerate(fleet.tree[root])} if profile >= 0 else {}
-        for chosen, allocations in results:
+        for entry in results:
             if template is None:
-                recorded.append(
-                    (
-                        tuple(pos[p] for p in chosen),
-                        tuple((pos[p], rc, a) for p, rc, a in allocations),
-                    )
-                )
+                recorded.append(entry)
+            candidate = Candidate.replayed(root, relevant, entry, layout)
             if profile >= 0:
+                chosen = candidate.chosen
+                allocations = candidate.allocations
                 by_member.append(
-                    (
-                        tuple(where[p] for p in chosen),
-                        tuple((where[p], rc, a) for p, rc, a in allocations),
+                    TemplateEntry(
+                        tuple([where[p] for p in chosen]),
+                        tuple([(where[p], rc, a) for p, rc, a in allocations]),
                     )
                 )
-            yield _candidate(plan, root, chosen, allocations)
+            yield candidate
         if template is None and len(self.templates) < self.MAX_TEMPLATES:
             self.templates[signature] = recorded
         if profile >= 0 and len(self.profile_templates) < self.MAX_TEMPLATES:

@@ -66,11 +66,30 @@ MAX_DISTRIBUTE_CELLS = 16
 @dataclass(frozen=True)
 class NumaOptions:
     """``limit`` (``None`` = all), ``prefer_closest_numa_nodes`` (KEP-3545, default on),
-    ``distribute_cpus_across_numa`` (KEP-2902, default off)."""
+    ``distribute_cpus_across_numa`` (KEP-2902, default off), ``every_ordering`` (default off:
+    guest cells with identical requests are interchangeable, so each distinct set of host
+    cells is returned once; on: every assignment of guest cells to them, as GET does) and
+    ``diversify`` (default on: the best candidate of every host, in rank order, before the
+    second best of any host, so a ``limit`` answer offers alternates on distinct hosts)."""
 
     limit: int | None = None
     prefer_closest: bool = True
     distribute: bool = False
+    every_ordering: bool = False
+    diversify: bool = True
+
+
+def _rounds(found: list[RankedCandidate]) -> list[RankedCandidate]:
+    """``found`` (ranked) reordered by rounds: each host's best, then each host's second
+    best, ...; rank order kept within a round (the engine's ``diversify`` order)."""
+    seen: dict[int, int] = {}
+    keyed = []
+    for n, ranked in enumerate(found):
+        anchor = ranked.candidate.anchor
+        keyed.append((seen.get(anchor, 0), n, ranked))
+        seen[anchor] = seen.get(anchor, 0) + 1
+    keyed.sort(key=lambda item: (item[0], item[1]))
+    return [ranked for _, _, ranked in keyed]
 
 
 @dataclass(frozen=True)
@@ -198,6 +217,7 @@ def _search_bounded(
     limit: int | None,
     roots: Collection[str] | None = None,
     fleet: FleetSnapshot | None = None,
+    options: NumaOptions = NumaOptions(),
 ) -> tuple[list[RankedCandidate], FleetSnapshot]:
     """The first ``limit`` ranked candidates (all with ``None``) of ``numa``'s search query,
     anchored at ``roots`` (uuids; ``None``: any), guest cells on distinct host cells; roots
@@ -214,6 +234,8 @@ def _search_bounded(
         roots=roots,
         accept=_accept(numa, fleet),
         fleet=fleet,
+        orderings=options.every_ordering,
+        diversify=options.diversify,
     )
     explain = to_query_string(query)
     fleet = result.fleet
@@ -227,6 +249,7 @@ def _search(
     ranker: NumaRanker,
     limit: int | None,
     fleet: FleetSnapshot | None = None,
+    options: NumaOptions = NumaOptions(),
 ) -> list[RankedCandidate]:
     """The exhaustive reference of ``_search_bounded`` (every candidate ranked)."""
     query = numa.search_query
@@ -234,7 +257,11 @@ def _search(
         fleet = engine.snapshot()
     accept = _accept(numa, fleet)
     result = engine.search(
-        query, limit=None if accept is not None else limit, rank=ranker.rank, fleet=fleet
+        query,
+        limit=None if accept is not None or options.diversify else limit,
+        rank=ranker.rank,
+        fleet=fleet,
+        orderings=options.every_ordering,
     )
     explain = to_query_string(query)
     found = []
@@ -244,9 +271,9 @@ def _search(
         found.append(
             RankedCandidate(candidate, result.fleet, ranker.score(candidate, result.fleet), explain)
         )
-        if limit is not None and len(found) >= limit:
-            break
-    return found
+    if options.diversify:
+        found = _rounds(found)
+    return found if limit is None else found[:limit]
 
 
 def _named(found: list[RankedCandidate], index: CellIndex) -> list[RankedCandidate]:
@@ -292,7 +319,9 @@ def _distributed_bounded(
         ranker = _ranker(index, attempt, options)
         remaining = None if limit is None else limit - len(found)
         if width == 1:
-            batch, _ = _search_bounded(engine, attempt, ranker, remaining, fleet=fleet)
+            batch, _ = _search_bounded(
+                engine, attempt, ranker, remaining, fleet=fleet, options=options
+            )
         else:
             needed = sum(c.cpu_count for c in attempt.topology.cells) if attempt.topology else 0
             eligible = []
@@ -312,7 +341,13 @@ def _distributed_bounded(
             batch = []
             if eligible:
                 batch, _ = _search_bounded(
-                    engine, attempt, ranker, remaining, roots=eligible, fleet=fleet
+                    engine,
+                    attempt,
+                    ranker,
+                    remaining,
+                    roots=eligible,
+                    fleet=fleet,
+                    options=options,
                 )
         for ranked in batch:
             placed.add(ranked.fleet.providers[ranked.candidate.anchor].uuid)
@@ -345,7 +380,7 @@ def _distributed(
         attempt = runnable
         ranker = NumaRanker(index, attempt.cpu_classes, prefer_closest=options.prefer_closest)
         if width == 1:
-            batch = _search(engine, attempt, ranker, None, fleet)
+            batch = _search(engine, attempt, ranker, None, fleet, options)
         else:
             needed = sum(c.cpu_count for c in attempt.topology.cells) if attempt.topology else 0
             batch = []
@@ -358,12 +393,14 @@ def _distributed(
                 if free < needed:
                     continue
                 restricted = replace(attempt, search=_in_tree(attempt.search_query, info.uuid))
-                batch.extend(_search(engine, restricted, ranker, None, fleet))
+                batch.extend(_search(engine, restricted, ranker, None, fleet, options))
             batch.sort(
                 key=lambda r: (
                     rank_key(r.score, prefer_closest=options.prefer_closest) if r.score else ()
                 )
             )
+            if options.diversify:
+                batch = _rounds(batch)
         for ranked in batch:
             placed.add(ranked.fleet.providers[ranked.candidate.anchor].uuid)
         found.extend(batch)
@@ -407,10 +444,10 @@ def flavor_candidates(
         found = []
     elif exhaustive:
         ranker = NumaRanker(index, numa.cpu_classes, prefer_closest=options.prefer_closest)
-        found = _search(engine, numa, ranker, limit, fleet)
+        found = _search(engine, numa, ranker, limit, fleet, options)
     else:
         ranker = _ranker(index, numa, options)
-        found, _ = _search_bounded(engine, numa, ranker, limit, fleet=fleet)
+        found, _ = _search_bounded(engine, numa, ranker, limit, fleet=fleet, options=options)
 
     if numa.fallback is not None and (limit is None or len(found) < limit):
         remaining = None if limit is None else limit - len(found)
@@ -442,7 +479,13 @@ def query_candidates(
     ranker = NumaRanker(index, classes, prefer_closest=options.prefer_closest)
     bound = None if exhaustive else ranker.bound
     result = engine.search(
-        query, limit=options.limit, rank=ranker.rank, rank_bound=bound, fleet=fleet
+        query,
+        limit=options.limit,
+        rank=ranker.rank,
+        rank_bound=bound,
+        fleet=fleet,
+        orderings=options.every_ordering,
+        diversify=options.diversify,
     )
     explain = to_query_string(query)
     return _named(

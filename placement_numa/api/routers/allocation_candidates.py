@@ -15,10 +15,10 @@ from placement_numa.api.candidate_query import parse_candidate_query
 from placement_numa.api.deps import VersionDep, require_version
 from placement_numa.api.engine_dep import EngineDep
 from placement_numa.api.limits import LimitsDep, check_candidate_query
-from placement_numa.api.responses import json_response
+from placement_numa.api.responses import json_bytes_response
 from placement_numa.api.schemas.allocation_candidates import (
     AllocationCandidatesResponse,
-    render_candidates,
+    encode_candidates,
 )
 
 __all__ = ["router"]
@@ -44,5 +44,5 @@ def list_allocation_candidates(
     check_candidate_query(query, limits)
     nested_aware = version >= mv.NESTED_CANDIDATES
     result = engine.search(query, nested_aware=nested_aware)
-    body = render_candidates(result, query, version, nested_aware=nested_aware)
-    return json_response(body, version)
+    body = encode_candidates(result, query, version, nested_aware=nested_aware)
+    return json_bytes_response(body, version)

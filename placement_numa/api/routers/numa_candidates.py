@@ -112,6 +112,8 @@ def post_allocation_candidates(
         limit=data.limit,
         prefer_closest=data.prefer_closest_numa_nodes,
         distribute=data.distribute_cpus_across_numa,
+        every_ordering=data.every_ordering,
+        diversify=data.diversify,
     )
     if data.flavor is not None:
         flavor = Flavor(**data.flavor.model_dump())

@@ -7,20 +7,28 @@
   requested classes before 1.27, every inventoried class after; ``traits`` (in database order)
   from 1.17; ``parent_provider_uuid`` and ``root_provider_uuid`` from 1.29.
 
-Pydantic models here document the newest shape in OpenAPI; the handler builds dicts directly.
+Pydantic models here document the newest shape in OpenAPI. ``encode_candidates`` writes the
+body as JSON bytes from fragments encoded once per snapshot (provider summaries, one provider's
+share of an allocation request, one mapping entry), with no dict per candidate;
+``render_candidates`` builds the same document as plain dicts (the readable reference, and the
+form used below microversion 1.12).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from operator import itemgetter
 from typing import Any
 
+import orjson
 from pydantic import BaseModel
 
 from placement_numa.api import microversion as mv
 from placement_numa.domain.request_groups import CandidateQuery
-from placement_numa.engine import CandidateResult
+from placement_numa.engine import CandidateResult, FleetSnapshot
+from placement_numa.engine.candidates import Layout, TemplateEntry
 
-__all__ = ["render_candidates", "AllocationCandidatesResponse"]
+__all__ = ["render_candidates", "encode_candidates", "AllocationCandidatesResponse"]
 
 
 class _Resources(BaseModel):
@@ -124,31 +132,252 @@ def render_candidates(
     with_traits = version >= mv.CANDIDATES_REQUIRED
     with_tree = version >= mv.NESTED_CANDIDATES
     summaries: dict[str, Any] = {}
-    shape = (all_classes, with_traits, with_tree, None if all_classes else frozenset(requested))
-    cache = fleet.summary_cache.get(shape)
-    if cache is None:
-        fleet.summary_cache.clear()  # one response shape cached per snapshot
-        cache = fleet.summary_cache.setdefault(shape, {})
     for index in summary_ids:
-        info = providers[index]
-        cached = cache.get(index)
-        if cached is not None:
-            summaries[info.uuid] = cached
-            continue
-        summary: dict[str, Any] = {
-            "resources": {
-                rc: {"capacity": inv.capacity, "used": inv.used}
-                for rc, inv in sorted(info.inventories.items())
-                if all_classes or rc in requested
-            }
-        }
-        if with_traits:
-            summary["traits"] = _ordered_traits(info.traits, fleet.trait_order)
-        if with_tree:
-            summary["parent_provider_uuid"] = (
-                providers[info.parent].uuid if info.parent >= 0 else None
-            )
-            summary["root_provider_uuid"] = providers[info.root].uuid
-        summaries[info.uuid] = summary
-        cache[index] = summary
+        summaries[providers[index].uuid] = _summary(
+            fleet, index, all_classes, with_traits, with_tree, requested
+        )
     return {"allocation_requests": requests, "provider_summaries": summaries}
+
+
+def _summary(
+    fleet: FleetSnapshot,
+    index: int,
+    all_classes: bool,
+    with_traits: bool,
+    with_tree: bool,
+    requested: set[str],
+) -> dict[str, Any]:
+    providers = fleet.providers
+    info = providers[index]
+    summary: dict[str, Any] = {
+        "resources": {
+            rc: {"capacity": inv.capacity, "used": inv.used}
+            for rc, inv in sorted(info.inventories.items())
+            if all_classes or rc in requested
+        }
+    }
+    if with_traits:
+        summary["traits"] = _ordered_traits(info.traits, fleet.trait_order)
+    if with_tree:
+        summary["parent_provider_uuid"] = providers[info.parent].uuid if info.parent >= 0 else None
+        summary["root_provider_uuid"] = providers[info.root].uuid
+    return summary
+
+
+def _compile(
+    entry: TemplateEntry, layout: Layout, with_mappings: bool, token: object
+) -> tuple[object, bytes, tuple[int, ...]]:
+    """``(token, format, holes)``: the allocation request of ``entry`` as a bytes ``%``
+    format whose ``%s`` holes take the quoted uuids of the providers at positions ``holes``."""
+    holes: list[int] = []
+    shares: list[bytes] = []
+    allocations = entry.allocations
+    start = 0
+    while start < len(allocations):
+        position = allocations[start][0]
+        end = start + 1
+        while end < len(allocations) and allocations[end][0] == position:
+            end += 1
+        resources = orjson.dumps({rc: amount for _, rc, amount in allocations[start:end]})
+        shares.append(b'%s:{"resources":' + resources.replace(b"%", b"%%") + b"}")
+        holes.append(position)
+        start = end
+    text = b'{"allocations":{' + b",".join(shares) + b"}"
+    if with_mappings:
+        entries = []
+        chosen = entry.chosen
+        for suffix, ks in zip(layout.suffixes, layout.slots_of_group, strict=True):
+            used = sorted({chosen[k] for k in ks})
+            holes.extend(used)
+            label = orjson.dumps(suffix or "").replace(b"%", b"%%")
+            entries.append(label + b":[" + b",".join(b"%s" for _ in used) + b"]")
+        text += b',"mappings":{' + b",".join(entries) + b"}"
+    text += b"}"
+    return token, text, tuple(holes)
+
+
+def _getter(holes: list[int]) -> Callable[[list[bytes]], tuple[bytes, ...]]:
+    """``f(values) -> tuple(values[h] for h in holes)``, done in C where possible."""
+    if len(holes) == 1:
+        hole = holes[0]
+        return lambda values: (values[hole],)
+    if not holes:
+        return lambda values: ()
+    return itemgetter(*holes)
+
+
+def encode_candidates(
+    result: CandidateResult,
+    query: CandidateQuery,
+    version: mv.Microversion,
+    *,
+    nested_aware: bool,
+) -> bytes:
+    """The response body for ``result`` at ``version`` as JSON bytes (equal, once parsed, to
+    ``render_candidates``' document).
+
+    Fragments cached on the snapshot (``FleetSnapshot.summary_cache``, dropped with it and
+    patched with it on refresh): per response shape, each provider's ``"uuid":{summary}``;
+    each ``"uuid":{"resources":{...}}`` share of an allocation request; each mapping entry.
+    """
+    if version < mv.ALLOCATIONS_DICT:
+        return orjson.dumps(render_candidates(result, query, version, nested_aware=nested_aware))
+    fleet = result.fleet
+    providers = fleet.providers
+    uuids = fleet.uuids
+    with_mappings = version >= mv.CANDIDATE_MAPPINGS
+    all_classes = version >= mv.SUMMARIES_ALL_INVENTORIES
+    requested = {rc for g in query.groups for rc in g.resources}
+    with_traits = version >= mv.CANDIDATES_REQUIRED
+    with_tree = version >= mv.NESTED_CANDIDATES
+    shape = (
+        "bytes",
+        all_classes,
+        with_traits,
+        with_tree,
+        None if all_classes else frozenset(requested),
+    )
+    caches = fleet.summary_cache
+    cache: dict[Any, Any] | None = caches.get(shape)
+    if cache is None:
+        for key in [k for k in caches if isinstance(k, tuple) and k[:1] == ("bytes",)]:
+            del caches[key]  # one response shape cached per snapshot
+        cache = {}
+        caches[shape] = cache
+    shares: dict[Any, bytes] = cache.setdefault("shares", {})
+    labels: dict[Any, bytes] = cache.setdefault("labels", {})
+
+    items: list[bytes] = []
+    candidates = result.candidates
+    if candidates:
+        layout = candidates[0].layout
+        single = all(len(ks) == 1 for ks in layout.slots_of_group)
+        slots = [
+            (suffix or "", ks[0])
+            for suffix, ks in zip(layout.suffixes, layout.slots_of_group, strict=True)
+        ]
+        suffix_texts = [orjson.dumps(suffix or "") for suffix in layout.suffixes]
+    quoted: dict[int, bytes] = cache.setdefault("quoted", {})
+    # runs of consecutive candidates replayed from templates over one provider list (usually
+    # a whole tree's answer): one bytes ``%`` per run, its format compiled once per request
+    runs: dict[tuple[int, ...], tuple[bytes, Callable[[list[bytes]], tuple[bytes, ...]]]] = {}
+    total = len(candidates)
+    n = 0
+    while n < total:
+        candidate = candidates[n]
+        members = candidate.members
+        if candidate.entry is not None and members is not None:
+            end = n + 1
+            while (
+                end < total
+                and candidates[end].members is members
+                and candidates[end].entry is not None
+            ):
+                end += 1
+            run_entries = [c.entry for c in candidates[n:end]]
+            key = tuple(map(id, run_entries))
+            run = runs.get(key)
+            if run is None:
+                formats = []
+                holes: list[int] = []
+                for entry in run_entries:
+                    compiled: Any = entry.cache  # type: ignore[union-attr]
+                    if compiled is None or compiled[0] is not cache:
+                        compiled = entry.cache = _compile(  # type: ignore[union-attr]
+                            entry,  # type: ignore[arg-type]
+                            candidate.layout,
+                            with_mappings,
+                            cache,
+                        )
+                    formats.append(compiled[1])
+                    holes.extend(compiled[2])
+                run = runs[key] = (b",".join(formats), _getter(holes))
+            anchor = candidate.anchor
+            own_tree = members is fleet.tree.get(anchor)
+            members_q: list[bytes] | None = cache.get(("root-q", anchor)) if own_tree else None
+            if members_q is None:
+                members_q = []
+                for i in members:
+                    q = quoted.get(i)
+                    if q is None:
+                        q = quoted[i] = orjson.dumps(uuids[i])
+                    members_q.append(q)
+                if own_tree:
+                    cache[("root-q", anchor)] = members_q
+            items.append(run[0] % run[1](members_q))
+            n = end
+            continue
+        parts: list[bytes] = []
+        allocations = candidate.allocations
+        start = 0
+        count = len(allocations)
+        while start < count:
+            p = allocations[start][0]
+            end = start + 1
+            while end < count and allocations[end][0] == p:
+                end += 1
+            key = allocations[start:end]
+            share = shares.get(key)
+            if share is None:
+                share = (
+                    orjson.dumps(uuids[p])
+                    + b':{"resources":'
+                    + orjson.dumps({rc: amount for _, rc, amount in key})
+                    + b"}"
+                )
+                shares[key] = share
+            parts.append(share)
+            start = end
+        if with_mappings:
+            entries: list[bytes] = []
+            if single:
+                chosen = candidate.chosen
+                for label, k in slots:
+                    p = chosen[k]
+                    mapped = labels.get((label, p))
+                    if mapped is None:
+                        mapped = orjson.dumps({label: [uuids[p]]})[1:-1]
+                        labels[(label, p)] = mapped
+                    entries.append(mapped)
+            else:
+                for (_, used), text in zip(candidate.mappings(), suffix_texts, strict=True):
+                    entries.append(text + b":" + orjson.dumps([uuids[i] for i in used]))
+            items.append(
+                b'{"allocations":{'
+                + b",".join(parts)
+                + b'},"mappings":{'
+                + b",".join(entries)
+                + b"}}"
+            )
+        else:
+            items.append(b'{"allocations":{' + b",".join(parts) + b"}}")
+        n += 1
+
+    def summary(index: int) -> bytes:
+        fragment: bytes | None = cache.get(index)
+        if fragment is None:
+            body = _summary(fleet, index, all_classes, with_traits, with_tree, requested)
+            fragment = cache[index] = orjson.dumps({providers[index].uuid: body})[1:-1]
+        return fragment
+
+    summaries: list[bytes] = []
+    if nested_aware or not fleet.has_trees:
+        for root in result.summary_roots():
+            tree: bytes | None = cache.get(("root", root))
+            if tree is None:
+                tree = cache[("root", root)] = b",".join(
+                    [summary(index) for index in fleet.tree[root]]
+                )
+            summaries.append(tree)
+    else:  # before 1.29 on a nested fleet: only providers used by the candidates
+        summaries = [
+            summary(index)
+            for index in sorted({p for c in result.candidates for p, _, _ in c.allocations})
+        ]
+    return (
+        b'{"allocation_requests":['
+        + b",".join(items)
+        + b'],"provider_summaries":{'
+        + b",".join(summaries)
+        + b"}}"
+    )

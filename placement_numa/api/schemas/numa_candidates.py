@@ -66,6 +66,20 @@ class NumaCandidatesBody(BaseModel):
     distribute_cpus_across_numa: StrictBool = Field(
         False, description="KEP-2902: widen a flavor without hw:numa_nodes over 1, 2, ... cells"
     )
+    every_ordering: StrictBool = Field(
+        False,
+        description=(
+            "every assignment of interchangeable guest cells (identical requests) to the host"
+            " cells, as GET returns them; by default each distinct set of host cells once"
+        ),
+    )
+    diversify: StrictBool = Field(
+        True,
+        description=(
+            "the best candidate of every host before the second best of any host (alternates"
+            " on distinct hosts under limit); false: strict rank order"
+        ),
+    )
 
     @model_validator(mode="after")
     def _one_form(self) -> NumaCandidatesBody:
