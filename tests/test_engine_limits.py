@@ -223,6 +223,7 @@ def test_api_cap_and_strategy(test_database: TestDatabase) -> None:
         Settings(
             database_url=test_database.url,
             auto_migrate=False,
+            auth_strategy="noauth2",
             max_allocation_candidates=5,
             allocation_candidates_generation_strategy="breadth-first",
         )
