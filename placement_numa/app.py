@@ -21,8 +21,8 @@ from placement_numa.api.cors import CORSMiddleware, cors_filter
 from placement_numa.api.deps import check_accept
 from placement_numa.api.errors import install_error_handlers
 from placement_numa.api.middleware import PlacementMiddleware
-from placement_numa.api.request_guard import RequestGuardMiddleware
 from placement_numa.api.policy import enforce_policy, make_enforcer
+from placement_numa.api.request_guard import RequestGuardMiddleware
 from placement_numa.api.routers import ROUTERS
 from placement_numa.conf import load_config
 from placement_numa.db import migrate
