@@ -16,9 +16,9 @@ The defaults behave as Placement's (checked against ``openstack-placement`` 16):
   in a rule's ``scope_types`` (a system-scoped token gets 403 on every project-scoped rule).
 
 Extensions of placement-numa get their own rules (``numa_distances``, ``POST
-/allocation_candidates`` and its ``/claim``, ``/reshaper/plan``, ``/reshaper/apply``), all ``admin_or_service_api``
-by default: the plan and apply endpoints are the operator's tool (``placement-numa reshape``),
-unlike Placement's reshape, which only the compute service calls.
+/allocation_candidates`` and its ``/claim``, ``/reshaper/plan``, ``/reshaper/apply``), all
+``admin_or_service_api`` by default: the plan and apply endpoints are the operator's tool
+(``placement-numa reshape``), unlike Placement's reshape, which only the compute service calls.
 """
 
 from __future__ import annotations
