@@ -273,12 +273,15 @@ def run_schedulers(base: str, args: argparse.Namespace, mode: str) -> tuple[Tall
 def check(base: str, hosts: list[Host], args: argparse.Namespace) -> dict[str, Any]:
     """Over-commits and packing from every cell's usages and inventories, and the guests'
     cells from ``GET /resource_providers/{cell}/allocations``."""
+    local = threading.local()
 
     def read(cell: str) -> tuple[dict[str, int], dict[str, Any], dict[str, Any]]:
-        with _client(base) as client:
-            usages = _ok(client.get(f"/resource_providers/{cell}/usages"), 200).json()["usages"]
-            inventories = _ok(client.get(f"/resource_providers/{cell}/inventories"), 200).json()
-            allocations = _ok(client.get(f"/resource_providers/{cell}/allocations"), 200).json()
+        if not hasattr(local, "client"):
+            local.client = _client(base)
+        client = local.client
+        usages = _ok(client.get(f"/resource_providers/{cell}/usages"), 200).json()["usages"]
+        inventories = _ok(client.get(f"/resource_providers/{cell}/inventories"), 200).json()
+        allocations = _ok(client.get(f"/resource_providers/{cell}/allocations"), 200).json()
         return usages, inventories["inventories"], allocations["allocations"]
 
     cells = [(h, cid, rp) for h in hosts for cid, rp in h.cells.items()]
