@@ -112,7 +112,14 @@ def _describe_inventory_change(
 
 
 class _Syncer:
-    def __init__(self, client: PlacementClient, tree: DesiredTree, max_retries: int) -> None:
+    def __init__(
+        self,
+        client: PlacementClient,
+        tree: DesiredTree,
+        max_retries: int,
+        on_provider: Callable[[], None] | None = None,
+    ) -> None:
+        self.on_provider = on_provider
         self.client = client
         self.tree = tree
         self.max_retries = max_retries
@@ -145,6 +152,8 @@ class _Syncer:
         for provider in self.tree.providers:
             self._sync_inventories(provider, is_root=provider.parent_path is None)
             self._sync_traits(provider)
+            if self.on_provider is not None:
+                self.on_provider()
         self._remove_vanished(existing)
         self._sync_distances()
         self.report.writes = len(self.client.writes) - writes_before
@@ -292,12 +301,14 @@ def sync(
     max_retries: int = 3,
     reshape: Callable[[PlacementClient, DesiredTree, ProviderRecord, SyncReport], bool]
     | None = None,
+    on_provider: Callable[[], None] | None = None,
 ) -> SyncReport:
     """Bring Placement in line with ``tree`` (steps in the module docstring).
 
     ``reshape`` is called for a flat compute node with allocations; it returns True once the
     host was reshaped. Raises ``ReshapeRequired`` when it is None or returns False, and
     ``SyncError`` when a write fails for another reason than a generation conflict, or keeps
-    conflicting after ``max_retries`` re-reads.
+    conflicting after ``max_retries`` re-reads. ``on_provider`` (optional) is called once per
+    provider of ``tree`` whose inventories and traits are in sync (a progress hook).
     """
-    return _Syncer(client, tree, max_retries).run(reshape)
+    return _Syncer(client, tree, max_retries, on_provider).run(reshape)

@@ -13,18 +13,12 @@ import json
 import logging
 import signal
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
-from pydantic import ValidationError
-
-from placement_numa.agent.client import PlacementClient, PlacementClientError
-from placement_numa.agent.config import AgentConfigError, AgentSettings
-from placement_numa.agent.desired_tree import DesiredTree, build
-from placement_numa.agent.reshape import reshape_with_planner
-from placement_numa.agent.sync import ReshapeRequired, SyncError, sync
-from placement_numa.agent.sysfs import SysfsError, discover
-from placement_numa.numa.cpu_spec import format_cpu_spec
+if TYPE_CHECKING:  # imported where used: `agent --show` and --help start fast
+    from placement_numa.agent.client import PlacementClient
+    from placement_numa.agent.config import AgentSettings
+    from placement_numa.agent.desired_tree import DesiredTree
 
 __all__ = ["register", "run", "tree_document"]
 
@@ -77,6 +71,8 @@ def tree_document(tree: DesiredTree) -> dict[str, Any]:
 
 
 def _settings(args: argparse.Namespace) -> AgentSettings:
+    from placement_numa.agent.config import AgentSettings
+
     overrides = {
         key: value
         for key, value in {
@@ -94,6 +90,10 @@ def _settings(args: argparse.Namespace) -> AgentSettings:
 
 
 def _desired(settings: AgentSettings) -> DesiredTree:
+    from placement_numa.numa.cpu_spec import format_cpu_spec
+    from placement_numa.agent.desired_tree import build
+    from placement_numa.agent.sysfs import discover
+
     host = discover(settings.sysfs_root)
     LOG.debug(
         "discovered %d NUMA cell(s): %s",
@@ -106,16 +106,29 @@ def _desired(settings: AgentSettings) -> DesiredTree:
 
 
 def _sync_once(settings: AgentSettings, client: PlacementClient) -> int:
+    import httpx
+
+    from placement_numa.agent.client import PlacementClientError
+    from placement_numa.agent.config import AgentConfigError
+    from placement_numa.agent.reshape import reshape_with_planner
+    from placement_numa.agent.sync import ReshapeRequired, SyncError, sync
+    from placement_numa.agent.sysfs import SysfsError
+    from placement_numa.cli.progress import progress
+
     try:
         tree = _desired(settings)
     except (AgentConfigError, SysfsError) as exc:
         LOG.error("%s", exc)
         return 2
     try:
-        report = sync(client, tree, reshape=reshape_with_planner)
+        with progress(len(tree.providers), f"syncing {tree.root.name}") as advance:
+            report = sync(client, tree, reshape=reshape_with_planner, on_provider=advance)
     except ReshapeRequired as exc:
         LOG.error("%s", exc)
         return 3
+    except httpx.TransportError as exc:
+        LOG.error("sync failed: cannot reach %s: %s", settings.placement_url, exc)
+        return 1
     except (SyncError, PlacementClientError, httpx.HTTPError) as exc:
         LOG.error("sync failed: %s", exc)
         return 1
@@ -137,6 +150,11 @@ def _stop(signum: int, frame: object) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the agent (see the module docstring for modes and exit codes)."""
+    from pydantic import ValidationError
+
+    from placement_numa.agent.config import AgentConfigError
+    from placement_numa.agent.sysfs import SysfsError
+
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
@@ -153,6 +171,8 @@ def run(args: argparse.Namespace) -> int:
             LOG.error("%s", exc)
             return 2
         return 0
+    from placement_numa.agent.client import PlacementClient
+
     with PlacementClient(
         settings.placement_url, token=settings.token, timeout=settings.timeout
     ) as client:

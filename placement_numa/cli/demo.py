@@ -143,8 +143,18 @@ def _call(
 ) -> Any:
     status, data = send(method, path, body)
     if status not in ok:
-        raise DemoError(f"{method} {path} -> {status}: {data}")
+        raise DemoError(f"{method} {path} -> {status}: {_detail(data)}")
     return data
+
+
+def _detail(data: Any) -> str:
+    """The ``detail`` of a Placement error body (first line), else the body as JSON."""
+    import json
+
+    try:
+        return str(data["errors"][0]["detail"]).strip().splitlines()[0]
+    except (TypeError, KeyError, IndexError):
+        return json.dumps(data)
 
 
 def _provider(
@@ -304,27 +314,74 @@ def wait_until_up(send: Send, seconds: float = 30.0) -> None:
 
 def register(subparsers: Any) -> None:
     """Add the ``demo`` subcommand to ``subparsers`` (argparse)."""
-    parser = subparsers.add_parser("demo", help="load a demo fleet of real NUMA machine shapes")
+    parser = subparsers.add_parser(
+        "demo",
+        help="load a demo fleet of real NUMA machine shapes",
+        description="Load the demo fleet into a running service. Exit codes: 0 loaded (or "
+        "skipped with --if-empty), 1 the service is unreachable, refused a write, or already "
+        "holds the demo fleet.",
+    )
     parser.add_argument("--url", default="http://127.0.0.1:8778", help="service URL")
     parser.add_argument("--token", default="admin", help="x-auth-token (noauth2)")
-    parser.add_argument("--if-empty", action="store_true", help="only load into an empty service")
+    parser.add_argument(
+        "--if-empty",
+        action="store_true",
+        help="load only into a service without resource providers (else skip, exit 0)",
+    )
+    parser.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        help="seconds to wait for the service to come up",
+    )
     parser.set_defaults(handler=run)
+
+
+def _already_loaded(send: Send, hosts: list[HostShape]) -> str | None:
+    """The name of a demo host the service already has, if any."""
+    for host in hosts:
+        _, data = send("GET", f"/resource_providers?name={host.name}", None)
+        if (data or {}).get("resource_providers"):
+            return host.name
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
     """Load the demo fleet into the service at ``--url``; prints one line per host."""
+    from placement_numa.cli.failures import CommandError
+    from placement_numa.cli.progress import progress
+
     send = httpx_sender(args.url, args.token)
-    wait_until_up(send)
-    if args.if_empty and not fleet_is_empty(send):
-        print("demo: the service already has resource providers; nothing loaded")
-        return 0
+    if args.wait > 0:
+        try:
+            wait_until_up(send, seconds=args.wait)
+        except DemoError as exc:
+            raise CommandError(f"{exc} at {args.url} within {args.wait:g} s") from None
+    status, _ = send("GET", "/", None)  # an unreachable service ends here, as one line
+    if status != 200:
+        raise CommandError(f"{args.url} does not look like a Placement service (GET / -> {status})")
+    if not fleet_is_empty(send):
+        if args.if_empty:
+            print("demo: the service already has resource providers; nothing loaded")
+            return 0
+        hosts = demo_fleet()
+        present = _already_loaded(send, hosts)
+        if present is not None:
+            raise CommandError(
+                f"the demo fleet is already loaded at {args.url} ({present} exists); "
+                "nothing loaded (use --if-empty to skip quietly)"
+            )
+    hosts = demo_fleet()
+    loaded: dict[str, dict[str, Any]] = {}
     try:
-        loaded = load_fleet(send)
+        with progress(len(hosts), "loading demo fleet") as advance:
+            for host in hosts:
+                loaded[host.name] = load_host(send, host)
+                advance()
     except DemoError as exc:
-        print(f"demo: {exc}", file=sys.stderr)
-        return 1
-    for name, host in loaded.items():
-        print(f"{name:18} {host['root']}  cells={len(host['cells'])}")
+        raise CommandError(str(exc)) from None
+    for name, host_ids in loaded.items():
+        print(f"{name:18} {host_ids['root']}  cells={len(host_ids['cells'])}")
     return 0
 
 

@@ -22,7 +22,6 @@ def register(subparsers: Any) -> None:
         "export-openapi",
         help="write the OpenAPI document (api-spec/openapi.json in a checkout)",
         description=__doc__,
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument(
         "--output",
@@ -49,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
         current = output.read_text() if output.exists() else ""
         if current != text:
-            print(f"{output} is out of date; run placement-numa export-openapi")
+            print(f"{output} is out of date; run placement-numa export-openapi", file=sys.stderr)
             return 1
         return 0
     if output is None:

@@ -25,10 +25,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from placement_numa.reshape import (
     ConsumerState,
@@ -41,6 +40,9 @@ from placement_numa.reshape import (
     plan_to_flat,
     plan_to_numa,
 )
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["register", "read_host", "make_plan", "apply_plan", "PlacementRefused"]
 
@@ -135,9 +137,11 @@ def _headers(version: str) -> dict[str, str]:
     return {"openstack-api-version": f"placement {version}"}
 
 
-def apply_plan(client: httpx.Client, plan: Plan) -> None:
+def apply_plan(client: httpx.Client, plan: Plan, on_step: Callable[[], None] | None = None) -> None:
     """Create the plan's providers with their traits, ``POST /reshaper`` its body at
     ``plan.microversion`` with current generations, delete the providers it empties.
+    ``on_step`` (optional) is called after each provider created and after the reshape
+    (``len(plan.create_providers) + 1`` calls; a progress hook).
 
     On a refused ``POST /reshaper`` the providers created here are deleted again and
     ``PlacementRefused`` is raised.
@@ -158,6 +162,8 @@ def apply_plan(client: httpx.Client, plan: Plan) -> None:
                 200,
             )
             created.append(new.uuid)
+            if on_step is not None:
+                on_step()
             for trait in new.traits:
                 if trait.startswith("CUSTOM_"):
                     _check(client.put(f"/traits/{trait}", headers=_headers("1.6")), 201, 204)
@@ -181,6 +187,8 @@ def apply_plan(client: httpx.Client, plan: Plan) -> None:
             ),
             204,
         )
+        if on_step is not None:
+            on_step()
     except PlacementRefused:
         for uuid in reversed(created):
             client.delete(f"/resource_providers/{uuid}", headers=_headers("1.20"))
@@ -232,7 +240,12 @@ def register(subparsers: Any) -> None:
         target.add_argument(
             "--to-flat", action="store_true", help="collapse the NUMA tree (rollback)"
         )
-        sub.add_argument("--policy", choices=("pack", "spread"), default="pack")
+        sub.add_argument(
+            "--policy",
+            choices=("pack", "spread"),
+            default="pack",
+            help="pack fills cell 0 first; spread balances the cells",
+        )
         sub.add_argument("--url", default="http://127.0.0.1:8778", help="Placement endpoint")
         sub.add_argument("--token", default="admin", help="x-auth-token")
         sub.add_argument(
@@ -247,6 +260,11 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Plan or apply (exit codes in the module docstring)."""
+    import httpx
+
+    from placement_numa.cli.progress import progress
+
     headers = {"x-auth-token": args.token}
     if args.roles:
         headers["x-roles"] = args.roles
@@ -265,7 +283,9 @@ def run(args: argparse.Namespace) -> int:
             print("\n".join(plan.summary), file=sys.stderr)
             return 0
         try:
-            apply_plan(client, plan)
+            steps = len(plan.create_providers) + 1
+            with progress(steps, f"reshaping {args.host}") as advance:
+                apply_plan(client, plan, on_step=advance)
         except PlacementRefused as exc:
             print(f"reshape of {args.host} refused, nothing changed: {exc}", file=sys.stderr)
             return 1

@@ -19,9 +19,6 @@ import json
 import sys
 from typing import Any
 
-import httpx
-
-from placement_numa.claim_client import ClaimError, ClaimRefused, claim_flavor
 
 __all__ = ["register", "run"]
 
@@ -59,6 +56,10 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Claim for the flavor given on the command line; see the module docstring."""
+    import httpx
+
+    from placement_numa.claim_client import ClaimError, ClaimRefused, claim_flavor
+
     flavor = {
         "vcpus": args.vcpus,
         "memory_mb": args.memory_mb,

@@ -6,11 +6,6 @@ import argparse
 import os
 from typing import Any
 
-import uvicorn
-
-from placement_numa.app import prepare_database
-from placement_numa.settings import Settings
-
 __all__ = ["register"]
 
 
@@ -24,7 +19,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--host", help="bind address (default 127.0.0.1)")
     parser.add_argument("--port", type=int, help="port (default 8778)")
     parser.add_argument("--workers", type=int, help="uvicorn worker processes (default 1)")
-    parser.add_argument("--database-url", help="SQLAlchemy URL (default: SQLite file)")
+    parser.add_argument(
+        "--database-url",
+        help="SQLAlchemy URL (default: sqlite:///placement-numa.sqlite in this directory)",
+    )
     parser.add_argument(
         "--auth-strategy",
         choices=("keystone", "noauth2"),
@@ -43,6 +41,11 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Migrate once (unless ``--no-migrate``), then start the workers without migrating."""
+    import uvicorn
+
+    from placement_numa.app import prepare_database
+    from placement_numa.settings import Settings
+
     overrides = {
         key: value
         for key, value in {

@@ -234,7 +234,7 @@ def plan_to_numa(host: HostState, topology: Topology, *, policy: Policy = "pack"
         allocations[consumer.uuid] = _consumer_entry(consumer, new_allocs[consumer.uuid], typed)
     before = _numa_usages(moving, {c.uuid: c.allocations for c in moving}, set(names))
     after = _numa_usages(moving, new_allocs, set(names))
-    summary.append(f"  usages before {before}, after {after}")
+    summary.append(f"  usages before {_usages_text(before)}, after {_usages_text(after)}")
     if topology.distances is None:
         summary.append("  no distance matrix given")
     return Plan(
@@ -250,6 +250,11 @@ def plan_to_numa(host: HostState, topology: Topology, *, policy: Policy = "pack"
         usages_after=after,
         summary=tuple(summary),
     )
+
+
+def _usages_text(usages: Mapping[str, int]) -> str:
+    """``{"DISK_GB": 100, "VCPU": 12}`` as ``DISK_GB 100, VCPU 12`` (no Python reprs in output)."""
+    return ", ".join(f"{rc} {amount}" for rc, amount in sorted(usages.items())) or "none"
 
 
 def _numa_usages(
@@ -390,7 +395,7 @@ def plan_to_flat(host: HostState) -> Plan:
         f"  {len(moving)} consumers moved back to {host.host};"
         f" delete {len(children)} child providers"
     )
-    summary.append(f"  usages before {before}, after {after}")
+    summary.append(f"  usages before {_usages_text(before)}, after {_usages_text(after)}")
     summary.append("  the host's NUMA distance matrix no longer applies (apply removes it)")
     return Plan(
         direction="to_flat",

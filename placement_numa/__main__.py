@@ -1,0 +1,7 @@
+"""``python -m placement_numa``: the ``placement-numa`` command."""
+
+import sys
+
+from placement_numa.cli import main
+
+sys.exit(main())

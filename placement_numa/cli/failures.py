@@ -1,0 +1,94 @@
+"""Expected failures of the command line, as one line and an exit code (never a traceback).
+
+Exit codes of every ``placement-numa`` command::
+
+    0    done
+    1    the operation failed: a service or database could not be reached, or refused a request
+    2    invalid usage, configuration or input file
+    3    (agent) the host must be reshaped first
+    130  interrupted (Ctrl-C)
+
+``describe(exc)`` maps the exceptions a command may meet to ``(message, exit code)``; it checks
+httpx and SQLAlchemy exceptions only when those libraries are already imported, so client
+commands never load SQLAlchemy to report an error.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+__all__ = ["CommandError", "describe", "EXIT_FAILED", "EXIT_USAGE", "EXIT_INTERRUPTED"]
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class CommandError(Exception):
+    """An expected failure with its message (one line) and exit code."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_FAILED) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def _first_line(text: object) -> str:
+    lines = [line.strip() for line in str(text).strip().splitlines() if line.strip()]
+    return lines[0] if lines else ""
+
+
+def _http(exc: BaseException) -> tuple[str, int] | None:
+    httpx = sys.modules.get("httpx")
+    if httpx is None or not isinstance(exc, httpx.HTTPError):
+        return None
+    url = ""
+    try:
+        url = f" {exc.request.url.scheme}://{exc.request.url.netloc.decode()}"
+    except RuntimeError:  # no request attached
+        pass
+    if isinstance(exc, httpx.ConnectError):
+        return f"cannot reach the service at{url}: {_first_line(exc) or 'connection failed'}", 1
+    if isinstance(exc, httpx.TimeoutException):
+        return f"the service at{url} did not answer in time", 1
+    return f"request to{url} failed: {_first_line(exc) or type(exc).__name__}", 1
+
+
+def _database(exc: BaseException) -> tuple[str, int] | None:
+    sa_exc = sys.modules.get("sqlalchemy.exc")
+    if sa_exc is None or not isinstance(exc, sa_exc.SQLAlchemyError):
+        return None
+    detail = _first_line(getattr(exc, "orig", None) or exc)
+    if isinstance(exc, sa_exc.ArgumentError | sa_exc.NoSuchModuleError):
+        return f"invalid database URL: {detail}", EXIT_USAGE
+    if isinstance(exc, sa_exc.OperationalError | sa_exc.InterfaceError):
+        return f"cannot use the database: {detail}", EXIT_FAILED
+    return f"database error: {detail}", EXIT_FAILED
+
+
+def _settings(exc: BaseException) -> tuple[str, int] | None:
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is None or not isinstance(exc, pydantic.ValidationError):
+        return None
+    problems = "; ".join(
+        f"{'.'.join(str(p) for p in error['loc']) or 'value'}: {error['msg']}"
+        for error in exc.errors()
+    )
+    return f"invalid configuration: {problems}", EXIT_USAGE
+
+
+def describe(exc: BaseException) -> tuple[str, int] | None:
+    """``(one-line message, exit code)`` for an expected failure, ``None`` for a bug."""
+    if isinstance(exc, CommandError):
+        return _first_line(exc), exc.exit_code
+    for translate in (_http, _database, _settings):
+        found = translate(exc)
+        if found is not None:
+            return found
+    if isinstance(exc, json.JSONDecodeError):
+        return f"invalid JSON: {exc}", EXIT_USAGE
+    if isinstance(exc, FileNotFoundError | PermissionError | IsADirectoryError):
+        return f"{exc.strerror}: {exc.filename}", EXIT_USAGE
+    if isinstance(exc, ConnectionError):
+        return f"connection failed: {_first_line(exc)}", EXIT_FAILED
+    return None
