@@ -90,9 +90,9 @@ def _settings(args: argparse.Namespace) -> AgentSettings:
 
 
 def _desired(settings: AgentSettings) -> DesiredTree:
-    from placement_numa.numa.cpu_spec import format_cpu_spec
     from placement_numa.agent.desired_tree import build
     from placement_numa.agent.sysfs import discover
+    from placement_numa.numa.cpu_spec import format_cpu_spec
 
     host = discover(settings.sysfs_root)
     LOG.debug(

@@ -19,7 +19,6 @@ import json
 import sys
 from typing import Any
 
-
 __all__ = ["register", "run"]
 
 
