@@ -8,6 +8,7 @@ site-packages) has no checkout: ``checkout_spec_path()`` is then ``None`` and
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 __all__ = ["render_openapi", "DEFAULT_PATH", "checkout_spec_path"]
@@ -25,11 +26,20 @@ def checkout_spec_path() -> Path | None:
 
 
 def render_openapi() -> str:
-    """Render the app's OpenAPI document (no database is touched) as indented, key-sorted JSON."""
+    """Render the app's OpenAPI document (no database is touched) as indented, key-sorted JSON.
+
+    The app is built with ``auth_strategy=noauth2`` (the document does not depend on it); its
+    start-up warning, meant for servers, is muted here."""
     from placement_numa.app import build_openapi, create_app
     from placement_numa.settings import Settings
 
-    app = create_app(
-        Settings(database_url="sqlite://", auto_migrate=False, auth_strategy="noauth2")
-    )
+    auth_log = logging.getLogger("placement_numa.api.auth")
+    previous = auth_log.level
+    auth_log.setLevel(logging.ERROR)
+    try:
+        app = create_app(
+            Settings(database_url="sqlite://", auto_migrate=False, auth_strategy="noauth2")
+        )
+    finally:
+        auth_log.setLevel(previous)
     return json.dumps(build_openapi(app), indent=2, sort_keys=True) + "\n"

@@ -36,18 +36,25 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--url", default="http://127.0.0.1:8778", help="service URL")
     parser.add_argument("--token", default="admin", help="x-auth-token")
-    parser.add_argument("--vcpus", type=int, required=True)
-    parser.add_argument("--memory-mb", type=int, required=True)
+    parser.add_argument("--vcpus", type=int, required=True, help="flavor vCPUs")
+    parser.add_argument("--memory-mb", type=int, required=True, help="flavor MiB")
     parser.add_argument("--disk-gb", type=int, default=0, help="root disk (GiB)")
     parser.add_argument(
-        "--extra-spec", type=_spec, action="append", default=[], metavar="KEY=VALUE"
+        "--extra-spec",
+        type=_spec,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a flavor extra spec (repeatable; default: none)",
     )
     parser.add_argument("--consumer", help="consumer uuid (default: a new one)")
-    parser.add_argument("--consumer-generation", type=int, default=None)
+    parser.add_argument(
+        "--consumer-generation", type=int, default=None, help="generation of --consumer"
+    )
     parser.add_argument("--project", default="placement-numa-cli", help="project id")
     parser.add_argument("--user", default="placement-numa-cli", help="user id")
-    parser.add_argument("--consumer-type", default="INSTANCE")
-    parser.add_argument("--alternates", type=int, default=0)
+    parser.add_argument("--consumer-type", default="INSTANCE", help="consumer type")
+    parser.add_argument("--alternates", type=int, default=0, help="alternate candidates to return")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds")
     parser.add_argument("--json", action="store_true", help="print the claim as JSON")
     parser.set_defaults(handler=run)
