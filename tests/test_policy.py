@@ -229,3 +229,14 @@ def test_sample_generator_lists_every_rule() -> None:
     for rule in set(ROUTE_RULES.values()):
         assert f'"{rule}"' in out
     assert uuid.UUID(UUID)  # the fixed ids are real UUIDs
+
+
+def test_noauth2_x_project_id_names_the_project(clients: dict[str, TestClient]) -> None:
+    headers = {
+        "openstack-api-version": "placement latest",
+        "x-auth-token": "alice",
+        "x-roles": "reader",
+        "x-project-id": PROJECT,
+    }
+    response = clients["new"].get("/usages", params={"project_id": PROJECT}, headers=headers)
+    assert response.status_code == 200

@@ -6,8 +6,9 @@
   ``auth_token`` (``placement_numa.api.keystone``), configured in ``[keystone_authtoken]``;
 * ``noauth2`` (development and tests), Placement's semantics: the ``x-auth-token`` is
   ``user[:project]``; user ``admin`` has the ``admin`` role; an ``x-roles`` header
-  (comma-separated) gives the roles instead; ``openstack-system-scope: all`` makes a
-  system-scoped token (no project). Anyone can claim any role: a warning is logged at start.
+  (comma-separated) gives the roles instead, an ``x-project-id`` header the project;
+  ``openstack-system-scope: all`` makes a system-scoped token (no project). Anyone can claim
+  any role: a warning is logged at start.
 
 Either way the identity becomes the WSGI-style headers keystonemiddleware sets
 (``HTTP_X_USER_ID``, ``HTTP_X_PROJECT_ID``, ``HTTP_X_ROLES``, ``HTTP_X_SERVICE_ROLES``,
@@ -85,7 +86,9 @@ class NoAuth2:
         system_scope = headers.get("openstack-system-scope")
         if system_scope:
             environ["HTTP_OPENSTACK_SYSTEM_SCOPE"] = system_scope
-        else:
+        if "x-project-id" in headers:  # as in Placement, the header names the project
+            environ["HTTP_X_PROJECT_ID"] = headers["x-project-id"]
+        elif not system_scope:
             environ["HTTP_X_PROJECT_ID"] = project_id or user_id
         return context_from_identity(environ, request_id)
 

@@ -461,3 +461,24 @@ class NeutronQoSMultiSegmentFixture(APIFixture):
                     t.inv(pf, "NET_BW_EGR_KILOBIT_PER_SEC", bw)
                     t.inv(pf, "NET_BW_IGR_KILOBIT_PER_SEC", bw)
                     t.traits(pf, *self.SRIOV, f"CUSTOM_PHYSNET_{physnet}")
+
+
+# Policy, RBAC and CORS fixtures: the server's configuration for them (an open policy file,
+# legacy or new policy defaults, [cors]) is written by run.py before the server starts
+# (``server_conf``); the fixtures only export the environment, as APIFixture does.
+
+
+class OpenPolicyFixture(APIFixture):
+    pass
+
+
+class SecureRBACPolicyFixture(APIFixture):
+    pass
+
+
+class LegacyRBACPolicyFixture(APIFixture):
+    pass
+
+
+class CORSFixture(APIFixture):
+    pass

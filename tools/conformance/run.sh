@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Conformance check against OpenStack Placement's own API tests (not part of CI: it installs
 # openstack-placement and gabbi into a separate virtualenv, .conformance-venv, on first use).
-#   tools/conformance/run.sh                 # every file but policy/RBAC/CORS
+#   tools/conformance/run.sh                 # every file (79), each with its fixture's configuration
 #   tools/conformance/run.sh allocations     # files whose name contains "allocations"
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
