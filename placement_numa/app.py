@@ -21,6 +21,7 @@ from placement_numa.api.cors import CORSMiddleware, cors_filter
 from placement_numa.api.deps import check_accept
 from placement_numa.api.errors import install_error_handlers
 from placement_numa.api.middleware import PlacementMiddleware
+from placement_numa.api.observability import install_observability
 from placement_numa.api.policy import enforce_policy, make_enforcer
 from placement_numa.api.request_guard import RequestGuardMiddleware
 from placement_numa.api.routers import ROUTERS
@@ -115,7 +116,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     cors = cors_filter(conf)
     if cors is not None:
-        app.add_middleware(CORSMiddleware, filter=cors)  # outermost: sees every response
+        app.add_middleware(CORSMiddleware, filter=cors)  # sees every response but /metrics
+    install_observability(app, settings)  # outermost: request ids, access log, /metrics
 
     def _openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

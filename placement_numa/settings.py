@@ -178,6 +178,32 @@ class Settings(BaseSettings):
     )
 
     # --- observability: metrics and logs (issue 12) ---
+    metrics_enabled: bool = Field(
+        default=True,
+        description="Serve Prometheus metrics at /metrics (prometheus-client).",
+        json_schema_extra=conf_option("metrics", "enabled"),
+    )
+    metrics_token: str | None = Field(
+        default=None,
+        description=(
+            "When set, /metrics answers only requests with 'Authorization: Bearer <token>'; "
+            "unset, /metrics is open like / and /docs."
+        ),
+        json_schema_extra=conf_option("metrics", "token"),
+    )
+    log_json: bool = Field(
+        default=False,
+        description="Write log lines as JSON objects (request_id and access-log fields as keys).",
+        json_schema_extra=conf_option("DEFAULT", "use_json"),
+    )
+    access_log: bool = Field(
+        default=True,
+        description=(
+            "One log line per request (logger placement_numa.access): request id, user, "
+            "project, method, route, status, duration."
+        ),
+        json_schema_extra=conf_option("DEFAULT", "access_log"),
+    )
 
     @classmethod
     def settings_customise_sources(

@@ -54,12 +54,13 @@ class PlacementMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        request_id = f"req-{uuid.uuid4()}"
+        state = scope.setdefault("state", {})
+        # the observability middleware (outermost) may have assigned it already
+        request_id = state.get("request_id") or f"req-{uuid.uuid4()}"
         headers = {
             key.decode("latin-1").lower(): value.decode("latin-1")
             for key, value in scope["headers"]
         }
-        state = scope.setdefault("state", {})
         state["request_id"] = request_id
         extra: list[tuple[bytes, bytes]] = [(b"x-openstack-request-id", request_id.encode())]
         version: mv.Microversion | None = None

@@ -69,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
         os.environ["PLACEMENT_NUMA_CONFIG_FILE"] = str(settings.config_file)
     os.environ["PLACEMENT_NUMA_AUTO_MIGRATE"] = "false"
     os.environ["PLACEMENT_NUMA_AUTH_STRATEGY"] = settings.auth_strategy
+    if settings.workers > 1 and settings.metrics_enabled:
+        _multiprocess_metrics_dir()
     if getattr(args, "demo", False):
         from placement_numa.cli.demo import load_when_up
 
@@ -80,5 +82,25 @@ def run(args: argparse.Namespace) -> int:
         port=settings.port,
         workers=settings.workers,
         log_level=settings.log_level,
+        access_log=not settings.access_log,  # ours (placement_numa.access) replaces uvicorn's
     )
     return 0
+
+
+def _multiprocess_metrics_dir() -> None:
+    """Give the workers one prometheus-client multiprocess directory (so a scrape of any worker
+    sees every worker): ``PROMETHEUS_MULTIPROC_DIR`` if set (emptied of old ``*.db`` files),
+    else a fresh temporary directory removed at exit."""
+    import atexit
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    given = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if given:
+        for stale in Path(given).glob("*.db"):
+            stale.unlink()
+        return
+    directory = tempfile.mkdtemp(prefix="placement-numa-metrics-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = directory
+    atexit.register(shutil.rmtree, directory, True)
