@@ -18,11 +18,17 @@ resident memory (VmHWM) of each service process.
 
     /work/venv/bin/python benchmarks/candidates.py --hosts 1000 --cells 2
     /work/venv/bin/python benchmarks/candidates.py --hosts 10000 --cells 2 --seed sql
+
+``--keystone`` runs the service with ``auth_strategy = keystone`` against a real Keystone
+(``tests/keystone_service.py``: its virtualenv ``.keystone-venv``, on ``--keystone-port``), every
+request carrying a real token of the service user ``nova``, and prints how many times Keystone
+was asked to validate a token while the queries were timed (the token cache makes it 0).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import subprocess
@@ -322,6 +328,12 @@ def main() -> int:
         help="then run N rounds of: two-cell query (limit=1000), write one"
         " allocation; print p50/p95 of the query right after a write",
     )
+    parser.add_argument(
+        "--keystone",
+        action="store_true",
+        help="auth_strategy keystone against a real Keystone (.keystone-venv)",
+    )
+    parser.add_argument("--keystone-port", type=int, default=18900)
     args = parser.parse_args()
 
     workdir = tempfile.mkdtemp(prefix="pn-bench-")
@@ -340,6 +352,12 @@ def main() -> int:
         args.seed = "reused"
     elif args.seed == "sql":
         hosts = seed_sql(db_path, args.hosts, args.cells)
+    base = f"http://127.0.0.1:{args.port}"
+    stack = contextlib.ExitStack()
+    auth = ["--auth-strategy", "noauth2"]
+    keystone = None
+    if args.keystone:
+        keystone, auth = start_keystone_auth(stack, Path(workdir), args.keystone_port, base)
     proc = subprocess.Popen(
         [
             exe,
@@ -351,14 +369,12 @@ def main() -> int:
             "--database-url",
             url,
             "--no-migrate",
-            "--auth-strategy",
-            "noauth2",
+            *auth,
         ],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    base = f"http://127.0.0.1:{args.port}"
     try:
         wait_up(base, proc)
         limits = httpx.Limits(max_connections=32)
@@ -384,6 +400,7 @@ def main() -> int:
                 f" {(args.hosts + 3) // 4} instances; seeded ({args.seed}) in {seeded:.0f} s;"
                 f" {args.workers} workers, SQLite"
             )
+            validations = keystone.validations() if keystone else 0
             print(f"{'query':<14}{'limit':>6}{'n':>8}{'p50 ms':>10}{'p95 ms':>10}{'first ms':>10}")
             for name, query in QUERIES.items():
                 if args.only and name not in args.only:
@@ -408,6 +425,12 @@ def main() -> int:
                         f"{first:>10.1f}",
                         flush=True,
                     )
+            if keystone:
+                print(
+                    "Keystone token validations while the queries were timed:"
+                    f" {keystone.validations() - validations}"
+                    f" ({keystone.validations()} in the whole run, {args.workers} workers)"
+                )
             if args.mixed:
                 mixed(client, base, args.hosts, args.mixed)
         rss = {pid: peak_rss_mib(pid) for pid in service_pids(proc.pid)}
@@ -418,7 +441,29 @@ def main() -> int:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+        stack.close()
     return 0
+
+
+def start_keystone_auth(
+    stack: contextlib.ExitStack, workdir: Path, port: int, base: str
+) -> tuple[Any, list[str]]:
+    """Start a real Keystone (tests/keystone_service.py) for ``--keystone``; put a token of the
+    service user ``nova`` in ``HEADERS``; the Keystone and the ``serve`` arguments."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.keystone_service import PASSWORD, start_keystone
+
+    keystone = stack.enter_context(start_keystone(workdir, port, base))
+    conf = workdir / "placement.conf"
+    conf.write_text(
+        "[keystone_authtoken]\n"
+        f"www_authenticate_uri = {keystone.url}\nauth_url = {keystone.url}\n"
+        "auth_type = password\nproject_domain_name = Default\nuser_domain_name = Default\n"
+        f"project_name = service\nusername = placement\npassword = {PASSWORD}\n"
+        "[oslo_policy]\nenforce_new_defaults = true\n"
+    )
+    HEADERS["x-auth-token"] = keystone.token("nova")
+    return keystone, ["--auth-strategy", "keystone", "--config-file", str(conf)]
 
 
 if __name__ == "__main__":

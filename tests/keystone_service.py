@@ -94,6 +94,14 @@ class Keystone:
         response.raise_for_status()
         return response.headers["x-subject-token"]
 
+    def validations(self) -> int:
+        """How many token validations (``GET /v3/auth/tokens``) Keystone has answered."""
+        return sum(
+            1
+            for line in self.log.read_text(errors="replace").splitlines()
+            if '"GET /v3/auth/tokens' in line
+        )
+
     def token_requests(self) -> int:
         """How many requests Keystone has served on /v3/auth/tokens (from its access log)."""
         return sum(
