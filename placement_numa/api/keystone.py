@@ -28,9 +28,10 @@ from oslo_context.context import RequestContext
 from starlette.concurrency import run_in_threadpool
 
 from placement_numa.api.auth import context_from_identity
+from placement_numa.conf import ConfigFileError
 from placement_numa.errors import PlacementError, Unauthorized
 
-__all__ = ["KeystoneAuth", "KeystoneUnavailable"]
+__all__ = ["KeystoneAuth", "KeystoneUnavailable", "check_configured"]
 
 _PASSED = "placement_numa.auth_passed"
 
@@ -49,10 +50,30 @@ def _passed(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
     return [b""]
 
 
+def check_configured(conf: cfg.ConfigOpts) -> None:
+    """Fail at start when ``[keystone_authtoken]`` cannot validate tokens.
+
+    Raises ``ConfigFileError`` naming the options (``www_authenticate_uri``, ``auth_type``)
+    when they are unset, with the way out for development (``--auth-strategy noauth2``).
+    """
+    for group, opts in auth_token.list_opts():
+        conf.register_opts(opts, group=group)
+    section = conf.keystone_authtoken
+    missing = [name for name in ("www_authenticate_uri", "auth_type") if not section[name]]
+    if missing:
+        raise ConfigFileError(
+            "auth_strategy is keystone but [keystone_authtoken] "
+            + " and ".join(missing)
+            + " not set: configure Keystone (--config-file placement.conf) or, for"
+            " development, use --auth-strategy noauth2"
+        )
+
+
 class KeystoneAuth:
     """``Authenticator`` backed by one keystonemiddleware ``AuthProtocol`` (one per app)."""
 
     def __init__(self, conf: cfg.ConfigOpts) -> None:
+        check_configured(conf)
         self._filter = auth_token.AuthProtocol(_passed, {"oslo_config_config": conf})
 
     async def authenticate(self, headers: Mapping[str, str], request_id: str) -> RequestContext:

@@ -61,6 +61,15 @@ def run(args: argparse.Namespace) -> int:
     if args.no_migrate:
         overrides["auto_migrate"] = False
     settings = Settings(**overrides)
+    if settings.auth_strategy == "keystone":
+        from placement_numa.api.keystone import check_configured
+        from placement_numa.cli.failures import EXIT_USAGE, CommandError
+        from placement_numa.conf import ConfigFileError, load_config
+
+        try:
+            check_configured(load_config(settings.config_file))
+        except ConfigFileError as exc:
+            raise CommandError(str(exc), EXIT_USAGE) from None
     if settings.auto_migrate:
         prepare_database(settings)
     # Workers read their settings from the environment; they must not migrate concurrently.
