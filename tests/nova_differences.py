@@ -1,0 +1,157 @@
+"""The documented differences from Nova: the single source of README's "Differences from Nova"
+table (``tests/test_nova_differential.py`` checks that README shows every row, word for word).
+
+Each row: ``id``, the ``rule`` it concerns, ``nova`` (what Nova does), ``ours`` (what this
+service does), ``why``, and ``explains(case)``: whether a disagreement seen by the differential
+test is this row's. A disagreement no row explains fails the test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Case", "Difference", "DIFFERENCES", "classify", "readme_table"]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One disagreeing pair: the host (``tests.nova_pairs.HostSpec``), the flavor, Nova's
+    answer (``nova``: oracle dict) and ours (``ours_fits``: bool, ``ours_error``: 400 code or
+    ``None``)."""
+
+    host: Any
+    flavor: dict[str, Any]
+    nova: dict[str, Any]
+    ours_fits: bool
+    ours_error: str | None
+
+    @property
+    def specs(self) -> dict[str, str]:
+        return dict(self.flavor.get("extra_specs", {}))
+
+    @property
+    def nova_fits(self) -> bool:
+        return bool(self.nova.get("fits"))
+
+    @property
+    def pinned(self) -> bool:
+        return self.specs.get("hw:cpu_policy") in ("dedicated", "mixed")
+
+    @property
+    def thread_policy(self) -> str | None:
+        return self.specs.get("hw:cpu_thread_policy")
+
+    @property
+    def page_size(self) -> str | None:
+        return self.specs.get("hw:mem_page_size")
+
+
+@dataclass(frozen=True)
+class Difference:
+    id: str
+    rule: str
+    nova: str
+    ours: str
+    why: str
+    explains: Callable[[Case], bool]
+
+
+def _has(case: Case, prefix: str) -> bool:
+    return any(key.startswith(prefix) for key in case.specs)
+
+
+def _huge_pages(case: Case) -> bool:
+    return any(cell.huge_pages for cell in case.host.cells)
+
+
+DIFFERENCES: tuple[Difference, ...] = (
+    Difference(
+        "non-numa-flavor",
+        "A flavor without NUMA request (no `hw:numa_nodes`, page size or pinned CPUs)",
+        "NUMATopologyFilter passes every host",
+        "only hosts that are not NUMA-modelled (`required=!HW_NUMA_ROOT`)",
+        "the Nova spec's translation: NUMA and non-NUMA workloads are sharded between hosts",
+        lambda c: c.nova.get("error") is None and not c.nova.get("numa") and not c.ours_fits,
+    ),
+    Difference(
+        "cpus-without-mem",
+        "`hw:numa_cpus.N` without `hw:numa_mem.N`",
+        "refused (`ImageNUMATopologyIncomplete`)",
+        "accepted; memory split evenly over the guest cells",
+        "the Nova spec's third example translates exactly this flavor",
+        lambda c: (
+            c.nova.get("error") == "ImageNUMATopologyIncomplete"
+            and _has(c, "hw:numa_cpus.")
+            and not _has(c, "hw:numa_mem.")
+        ),
+    ),
+    Difference(
+        "mem-without-cpus",
+        "`hw:numa_mem.N` without `hw:numa_cpus.N`",
+        "refused (`ImageNUMATopologyIncomplete`)",
+        "accepted; CPUs split evenly (vcpus must divide by `hw:numa_nodes`)",
+        "symmetric with `cpus-without-mem`: one list is enough to say how the other splits",
+        lambda c: (
+            c.nova.get("error") == "ImageNUMATopologyIncomplete"
+            and _has(c, "hw:numa_mem.")
+            and not _has(c, "hw:numa_cpus.")
+        ),
+    ),
+    Difference(
+        "smt-sibling-packing",
+        "Pinned guests on a host with SMT (`require`, `prefer` or no thread policy)",
+        "packs guest CPUs onto thread siblings of the free cores; `require` fails when the free "
+        "CPUs do not form enough sibling groups",
+        "checks the number of free `PCPU` in the cell, not which cores they are on",
+        'a Placement inventory cannot express "a whole free core"; the compute node\'s claim '
+        "does the pinning",
+        lambda c: c.pinned and c.host.smt and not c.nova_fits and c.ours_fits,
+    ),
+    Difference(
+        "reserved-memory-spread",
+        "Reserved host memory (`reserved_host_memory_mb`)",
+        "not part of the NUMA fit",
+        "spread over the cells' small pages as `reserved`",
+        "stricter than Nova, which is safe: the host keeps its memory",
+        lambda c: c.host.reserved_mb > 0 and c.nova_fits and not c.ours_fits,
+    ),
+    Difference(
+        "shared-guest-memory",
+        "Memory of a guest with shared CPUs (no dedicated CPU)",
+        "checks the TOTAL (not free) pages of the smallest size, then the whole cell's memory "
+        "(every page size) times `ram_allocation_ratio` against the whole cell's usage",
+        "checks the small-page provider: `(total - reserved) * ram_allocation_ratio - used`",
+        "Nova quirk not copied: huge pages and their guests do not make room for, nor take "
+        "room from, small-page guests",
+        lambda c: not c.pinned and (_huge_pages(c) or c.host.reserved_mb > 0),
+    ),
+    Difference(
+        "sticky-page-size",
+        "`hw:mem_page_size=large` or `any`",
+        "a failed attempt on one host cell leaves the page size it picked set for the next cells",
+        "every host cell is tried with every page size the request allows",
+        "Nova quirk not copied",
+        lambda c: c.page_size in ("large", "any") and not c.nova_fits and c.ours_fits,
+    ),
+)
+
+
+def classify(case: Case) -> str | None:
+    """The id of the first row that explains ``case``, or ``None``."""
+    for difference in DIFFERENCES:
+        if difference.explains(case):
+            return difference.id
+    return None
+
+
+def readme_table() -> str:
+    """The Markdown table README shows (one line per row)."""
+    lines = [
+        "| id | rule | Nova | ours | why |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for d in DIFFERENCES:
+        lines.append(f"| `{d.id}` | {d.rule} | {d.nova} | {d.ours} | {d.why} |")
+    return "\n".join(lines)

@@ -1,0 +1,106 @@
+"""Nova's own NUMA fitting as an oracle: run with the Python of a virtualenv holding Nova 34
+(``.nova-venv``, made by ``.ci/run``), JSON in on stdin, JSON out on stdout. Stdlib and Nova only:
+the test process never imports Nova.
+
+Input::
+
+    {"pairs": [{"host": HOST, "flavor": FLAVOR}, ...], "cpu_specs": ["0-3,^2", ...]}
+
+    HOST   = {"cells": [{"id", "cpuset": [shared ids], "pcpuset": [dedicated ids],
+                          "memory": MiB, "cpu_usage": n, "memory_usage": MiB,
+                          "pinned_cpus": [ids], "siblings": [[ids], ...],
+                          "mempages": [{"size_kb", "total", "used", "reserved"}, ...]}],
+              "cpu_allocation_ratio": r, "ram_allocation_ratio": r}
+    FLAVOR = {"vcpus", "memory_mb", "extra_specs": {...}}
+
+Output::
+
+    {"pairs": [{"fits": bool | null, "error": "<Nova exception class>" | null,
+                "cells": [host cell ids] | null, "numa": bool}, ...],
+     "cpu_specs": [{"cpus": [ids] | null, "error": "<class>" | null}, ...]}
+
+``numa`` says whether ``numa_get_constraints`` asked for a guest NUMA topology; ``fits`` is
+``numa_fit_instance_to_host`` with the host's limits (the NUMATopologyFilter's call), or true
+when the guest has no NUMA topology (the filter then passes every host).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from typing import Any
+
+
+def _host(objects: Any, data: dict[str, Any]) -> Any:
+    cells = []
+    for cell in data["cells"]:
+        cells.append(
+            objects.NUMACell(
+                id=cell["id"],
+                cpuset=set(cell["cpuset"]),
+                pcpuset=set(cell["pcpuset"]),
+                memory=cell["memory"],
+                cpu_usage=cell["cpu_usage"],
+                memory_usage=cell["memory_usage"],
+                pinned_cpus=set(cell["pinned_cpus"]),
+                siblings=[set(s) for s in cell["siblings"]],
+                mempages=[objects.NUMAPagesTopology(**page) for page in cell["mempages"]],
+                network_metadata=objects.NetworkMetadata(physnets=set(), tunneled=False),
+                socket=0,
+            )
+        )
+    return objects.NUMATopology(cells=cells)
+
+
+def _pair(hardware: Any, objects: Any, pair: dict[str, Any]) -> dict[str, Any]:
+    flavor_data = pair["flavor"]
+    flavor = objects.Flavor(
+        vcpus=flavor_data["vcpus"],
+        memory_mb=flavor_data["memory_mb"],
+        root_gb=0,
+        ephemeral_gb=0,
+        swap=0,
+        extra_specs=dict(flavor_data.get("extra_specs", {})),
+    )
+    image = objects.ImageMeta.from_dict({"properties": {}})
+    try:
+        constraints = hardware.numa_get_constraints(flavor, image)
+    except Exception as exc:  # Nova refuses the flavor
+        return {"fits": None, "error": type(exc).__name__, "cells": None, "numa": False}
+    if constraints is None:
+        return {"fits": True, "error": None, "cells": None, "numa": False}
+    host = _host(objects, pair["host"])
+    limits = objects.NUMATopologyLimits(
+        cpu_allocation_ratio=pair["host"]["cpu_allocation_ratio"],
+        ram_allocation_ratio=pair["host"]["ram_allocation_ratio"],
+    )
+    fitted = hardware.numa_fit_instance_to_host(host, constraints, None, limits=limits)
+    cells = [cell.id for cell in fitted.cells] if fitted is not None else None
+    return {"fits": fitted is not None, "error": None, "cells": cells, "numa": True}
+
+
+def _cpu_spec(hardware: Any, spec: str) -> dict[str, Any]:
+    try:
+        return {"cpus": sorted(hardware.parse_cpu_spec(spec)), "error": None}
+    except Exception as exc:
+        return {"cpus": None, "error": type(exc).__name__}
+
+
+def main() -> int:
+    warnings.simplefilter("ignore")
+    from nova import objects
+    from nova.virt import hardware
+
+    objects.register_all()
+    request = json.load(sys.stdin)
+    answer = {
+        "pairs": [_pair(hardware, objects, pair) for pair in request.get("pairs", [])],
+        "cpu_specs": [_cpu_spec(hardware, spec) for spec in request.get("cpu_specs", [])],
+    }
+    json.dump(answer, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
