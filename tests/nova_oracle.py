@@ -16,12 +16,13 @@ Input::
 Output::
 
     {"pairs": [{"fits": bool | null, "error": "<Nova exception class>" | null,
-                "cells": [host cell ids] | null, "numa": bool}, ...],
+                "cells": [host cell ids] | null, "numa": bool, "verified": bool}, ...],
      "cpu_specs": [{"cpus": [ids] | null, "error": "<class>" | null}, ...]}
 
 ``numa`` says whether ``numa_get_constraints`` asked for a guest NUMA topology; ``fits`` is
 ``numa_fit_instance_to_host`` with the host's limits (the NUMATopologyFilter's call), or true
-when the guest has no NUMA topology (the filter then passes every host).
+when the guest has no NUMA topology (the filter then passes every host); ``verified`` says
+whether each guest cell of a fit also fits its host cell when checked afresh (see ``_verify``).
 """
 
 from __future__ import annotations
@@ -77,7 +78,41 @@ def _pair(hardware: Any, objects: Any, pair: dict[str, Any]) -> dict[str, Any]:
     )
     fitted = hardware.numa_fit_instance_to_host(host, constraints, None, limits=limits)
     cells = [cell.id for cell in fitted.cells] if fitted is not None else None
-    return {"fits": fitted is not None, "error": None, "cells": cells, "numa": True}
+    verified = cells is None or _verify(hardware, objects, pair, flavor, image, cells, limits)
+    return {
+        "fits": fitted is not None,
+        "error": None,
+        "cells": cells,
+        "numa": True,
+        "verified": verified,
+    }
+
+
+def _verify(
+    hardware: Any,
+    objects: Any,
+    pair: dict[str, Any],
+    flavor: Any,
+    image: Any,
+    cells: list[int],
+    limits: Any,
+) -> bool:
+    """Whether each guest cell of Nova's answer fits its host cell when checked afresh (Nova's
+    ``_numa_fit_instance_cell`` on fresh objects). Nova's permutation search caches fits by
+    (host cell id, guest cell id) after rewriting the guest cell's id to the host cell's, so its
+    answer can pair cells it never checked."""
+    constraints = hardware.numa_get_constraints(flavor, image)
+    host = {cell.id: cell for cell in _host(objects, pair["host"]).cells}
+    isolated = constraints.emulator_threads_isolated
+    for index, (guest, host_id) in enumerate(zip(constraints.cells, cells, strict=True)):
+        reserved = 1 if isolated and index == 0 else 0
+        try:
+            got = hardware._numa_fit_instance_cell(host[host_id], guest, limits, reserved)
+        except Exception:
+            return False
+        if got is None:
+            return False
+    return True
 
 
 def _cpu_spec(hardware: Any, spec: str) -> dict[str, Any]:

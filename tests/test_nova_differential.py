@@ -177,6 +177,7 @@ def test_numa_fit_agrees_with_nova(
     )["pairs"]
 
     agreements = 0
+    kinds: Counter[str] = Counter()
     by_row: Counter[str] = Counter()
     unexplained: list[str] = []
     coverage: Counter[str] = Counter()
@@ -188,6 +189,7 @@ def test_numa_fit_agrees_with_nova(
             not nova_refuses and error is None and bool(nova_answer["fits"]) == fits
         ):
             agreements += 1
+            kinds["both refuse" if nova_refuses else "both fit" if fits else "neither fits"] += 1
             continue
         case = Case(spec, flavor, nova_answer, fits, error)
         row = classify(case)
@@ -202,12 +204,14 @@ def test_numa_fit_agrees_with_nova(
     with capsys.disabled():
         print(
             f"\n[nova differential, {backend}] pairs={total} agreements={agreements} "
+            f"{dict(sorted(kinds.items()))} "
             f"explained={dict(sorted(by_row.items()))} unexplained={len(unexplained)} "
             f"(seeding {seeded - started:.0f} s, comparing {time.monotonic() - seeded:.0f} s)"
         )
     assert not unexplained, "\n".join(unexplained[:20])
     assert total >= (1000 if backend == "sqlite" else 100)
     assert agreements >= total * 0.6
+    assert kinds["both fit"] >= total * 0.1 and kinds["neither fits"] > 0
     if backend == "sqlite":  # the generator reaches what the issue asks to cover
         for feature in (
             "cells=1", "cells=2", "cells=4", "cells=8", "smt", "no-smt", "policy=shared",
