@@ -18,8 +18,10 @@ from placement_numa import __version__
 from placement_numa.api import microversion as mv
 from placement_numa.api.auth import make_authenticator
 from placement_numa.api.cors import CORSMiddleware, cors_filter
+from placement_numa.api.db_retry import DbRetryMiddleware
 from placement_numa.api.deps import check_accept
 from placement_numa.api.errors import install_error_handlers
+from placement_numa.api.healthcheck import HealthcheckMiddleware
 from placement_numa.api.middleware import PlacementMiddleware
 from placement_numa.api.observability import install_observability
 from placement_numa.api.policy import enforce_policy, make_enforcer
@@ -29,10 +31,11 @@ from placement_numa.conf import load_config
 from placement_numa.db import migrate
 from placement_numa.db.database import Database
 from placement_numa.db.migration_lock import migration_lock
+from placement_numa.db.resilience import DatabaseOptions
 from placement_numa.db.standard_names import sync_standard_names
 from placement_numa.settings import Settings
 
-__all__ = ["create_app", "app_from_env", "prepare_database", "build_openapi"]
+__all__ = ["create_app", "app_from_env", "prepare_database", "build_openapi", "database_for"]
 
 LOG = logging.getLogger(__name__)
 
@@ -62,6 +65,21 @@ def prepare_database(settings: Settings) -> None:
                 sync_standard_names(conn)
         finally:
             database.dispose()
+
+
+def database_for(settings: Settings) -> Database:
+    """The ``Database`` of one process: pool sizes, timeouts and Retry-After from ``settings``."""
+    return Database(
+        settings.database_url,
+        options=DatabaseOptions(
+            statement_timeout=settings.statement_timeout or None,
+            lock_timeout=settings.lock_timeout or None,
+            retry_after=settings.retry_after,
+        ),
+        pool_size=settings.max_pool_size,
+        max_overflow=settings.max_overflow,
+        pool_timeout=settings.pool_timeout,
+    )
 
 
 def build_openapi(app: FastAPI) -> dict[str, Any]:
@@ -101,10 +119,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.conf = conf = load_config(settings.config_file)
     app.state.enforcer = make_enforcer(conf)
-    app.state.database = Database(settings.database_url)
+    app.state.database = database_for(settings)
     for router in ROUTERS:
         app.include_router(router)
     install_error_handlers(app)
+    app.add_middleware(  # innermost: re-runs a request after a deadlock (api/db_retry.py)
+        DbRetryMiddleware,
+        max_retries=settings.db_max_retries,
+        interval=settings.db_retry_interval,
+        max_interval=settings.db_max_retry_interval,
+    )
     app.add_middleware(
         RequestGuardMiddleware,
         max_body_size=settings.max_request_body_size,
@@ -114,6 +138,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(
         PlacementMiddleware, authenticator=make_authenticator(settings.auth_strategy, conf)
     )
+    app.add_middleware(HealthcheckMiddleware, retry_after=settings.retry_after)  # before auth
     cors = cors_filter(conf)
     if cors is not None:
         app.add_middleware(CORSMiddleware, filter=cors)  # sees every response but /metrics

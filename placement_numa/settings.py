@@ -154,6 +154,77 @@ class Settings(BaseSettings):
         json_schema_extra=conf_option("placement", "max_resource_classes_per_group"),
     )
 
+    # Database: connection pool per worker process, timeouts, retries (oslo.db's option names).
+    max_pool_size: int = Field(
+        default=10,
+        ge=1,
+        description=(
+            "Connections each worker keeps open to PostgreSQL/MariaDB; workers x (max_pool_size"
+            " + max_overflow) must stay below the server's max_connections."
+        ),
+        json_schema_extra=conf_option("placement_database", "max_pool_size"),
+    )
+    max_overflow: int = Field(
+        default=20,
+        ge=0,
+        description="Connections a worker may open beyond max_pool_size under load.",
+        json_schema_extra=conf_option("placement_database", "max_overflow"),
+    )
+    pool_timeout: float = Field(
+        default=10.0,
+        gt=0,
+        description=(
+            "Seconds a request waits for a free connection; then 503 placement.db.pool_exhausted."
+        ),
+        json_schema_extra=conf_option("placement_database", "pool_timeout"),
+    )
+    statement_timeout: float = Field(
+        default=30.0,
+        ge=0,
+        description=(
+            "Seconds one SQL statement may run (PostgreSQL statement_timeout, MariaDB"
+            " max_statement_time); then 503 placement.db.timeout. 0 disables."
+        ),
+        json_schema_extra=conf_option("placement_database", "statement_timeout"),
+    )
+    lock_timeout: float = Field(
+        default=10.0,
+        ge=0,
+        description=(
+            "Seconds a statement waits for a row or table lock (PostgreSQL lock_timeout, MariaDB"
+            " innodb_lock_wait_timeout, rounded up to whole seconds); then 503"
+            " placement.db.timeout. 0 disables."
+        ),
+        json_schema_extra=conf_option("placement_database", "lock_timeout"),
+    )
+    db_max_retries: int = Field(
+        default=5,
+        ge=0,
+        le=20,
+        description=(
+            "Times a request is re-run after a deadlock, serialization failure or Galera"
+            " certification conflict (as oslo.db's wrap_db_retry); then 503."
+        ),
+        json_schema_extra=conf_option("placement_database", "db_max_retries"),
+    )
+    db_retry_interval: float = Field(
+        default=0.05,
+        ge=0,
+        description="Seconds before the first retry; doubled on each retry (with jitter).",
+        json_schema_extra=conf_option("placement_database", "db_retry_interval"),
+    )
+    db_max_retry_interval: float = Field(
+        default=1.0,
+        ge=0,
+        description="Longest wait between two retries, in seconds.",
+        json_schema_extra=conf_option("placement_database", "db_max_retry_interval"),
+    )
+    retry_after: int = Field(
+        default=2,
+        ge=0,
+        description="Retry-After seconds sent with every 503 (database unavailable or busy).",
+        json_schema_extra=conf_option("placement", "retry_after"),
+    )
     # Timeouts of the built-in HTTP server (seconds).
     header_read_timeout: float = Field(
         default=30.0,

@@ -17,7 +17,9 @@ from sqlalchemy import create_engine, event, select, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import NullPool
 
+from placement_numa.db import resilience
 from placement_numa.db.repositories import changes
+from placement_numa.db.resilience import DatabaseOptions, GuardedQueuePool
 from placement_numa.db.tables import placement_revision
 
 __all__ = ["Database", "make_engine"]
@@ -29,7 +31,8 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     SQLite: foreign keys on, WAL journal, a 30 s busy timeout, and write transactions that begin
     with ``BEGIN IMMEDIATE`` (so two writers queue instead of deadlocking on lock upgrade).
     PostgreSQL and MariaDB: READ COMMITTED, pre-ping, so a capacity check after ``FOR UPDATE`` sees
-    the latest committed allocations.
+    the latest committed allocations; a ``GuardedQueuePool`` (``pool_size``, ``max_overflow``,
+    ``pool_timeout`` in ``kwargs``) whose exhaustion is a 503 (``db.resilience``).
     """
     if url.startswith("sqlite"):
         engine = create_engine(
@@ -55,12 +58,13 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
             conn.exec_driver_sql(f"BEGIN {mode}")
 
         return engine
+    kwargs.setdefault("pool_size", 10)
+    kwargs.setdefault("max_overflow", 20)
     return create_engine(
         url,
         isolation_level="READ COMMITTED",
         pool_pre_ping=True,
-        pool_size=10,
-        max_overflow=20,
+        poolclass=GuardedQueuePool,
         **kwargs,
     )
 
@@ -68,10 +72,30 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
 class Database:
     """Owns the engine; hands out read connections and write transactions."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        options: DatabaseOptions | None = None,
+        pool_size: int = 10,
+        max_overflow: int = 20,
+        pool_timeout: float = 30.0,
+    ) -> None:
+        """``options``: statement/lock timeouts and Retry-After (``db.resilience``); the pool
+        sizes apply per process to PostgreSQL and MariaDB (SQLite opens a connection per use).
+        """
         self.url = url
-        self.engine = make_engine(url)
+        pool: dict[str, Any] = {}
+        if not url.startswith("sqlite"):
+            pool = {
+                "pool_size": pool_size,
+                "max_overflow": max_overflow,
+                "pool_timeout": pool_timeout,
+            }
+        self.engine = make_engine(url, **pool)
         self.dialect = self.engine.dialect.name  # "sqlite" | "postgresql" | "mysql"
+        self.options = options or DatabaseOptions()
+        resilience.install(self.engine, self.options)
         changes.install(self.engine)
 
     @contextmanager

@@ -73,12 +73,10 @@ def get_for_provider(*, database: Database, provider_uuid: str) -> ProviderAlloc
     return ProviderAllocations(provider, rows)
 
 
-_DEADLOCK_RETRIES = 5
-
-
 def is_deadlock(exc: DBAPIError) -> bool:
     """True for a deadlock the database broke by rolling one transaction back (PostgreSQL
-    ``40P01``, MariaDB/MySQL error 1213): the whole transaction may simply be retried."""
+    ``40P01``, MariaDB/MySQL error 1213). Engines built by ``Database`` already turn these into
+    ``RetryableDatabaseError`` (``db.resilience``), which re-runs the whole request."""
     orig = exc.orig
     if getattr(orig, "sqlstate", None) == "40P01":  # psycopg 3
         return True
@@ -90,21 +88,16 @@ def replace(*, database: Database, consumer_allocations: Sequence[ConsumerAlloca
     """Replace the allocations of every consumer named, in one transaction.
 
     A transaction the database aborts as a deadlock victim (possible on MariaDB when racing
-    inserts of the same new project, user or consumer type roll back) is retried up to five
-    times, as Placement does (``wrap_db_retry(retry_on_deadlock=True)``).
+    inserts of the same new project, user or consumer type roll back) raises
+    ``RetryableDatabaseError``; the whole request is then re-run (``api/db_retry.py``), as
+    Placement's ``wrap_db_retry(retry_on_deadlock=True)`` re-runs ``_set_allocations``.
 
     Raises ``BadRequest`` (400: unknown provider or resource class), ``ConcurrentUpdate``
     (409: consumer generation mismatch) or ``Conflict`` (409: no such inventory, constraints
     or capacity exceeded); nothing is written then.
     """
-    for attempt in range(_DEADLOCK_RETRIES + 1):
-        try:
-            with database.write() as conn:
-                allocation_repo.replace_allocations(conn, consumer_allocations)
-            return
-        except DBAPIError as exc:
-            if attempt == _DEADLOCK_RETRIES or not is_deadlock(exc):
-                raise
+    with database.write() as conn:
+        allocation_repo.replace_allocations(conn, consumer_allocations)
 
 
 def delete_for_consumer(*, database: Database, consumer_uuid: str) -> None:

@@ -1,0 +1,207 @@
+"""Database failures as the client should see them: 503 with ``Retry-After``, bounded retries.
+
+``install(engine, options)`` hooks the SQLAlchemy engine so that, whatever code runs SQL:
+
+* every PostgreSQL / MariaDB session gets a statement timeout and a lock timeout
+  (PostgreSQL ``statement_timeout`` / ``lock_timeout``; MariaDB ``max_statement_time`` /
+  ``innodb_lock_wait_timeout``), so no statement, including one whose client went away,
+  runs longer than ``statement_timeout`` seconds;
+* driver errors become domain errors (``placement_numa.errors``), classified as oslo.db's
+  exception filters do (``oslo_db/sqlalchemy/exc_filters.py``, read for behaviour):
+
+  - PostgreSQL 40001 (serialization failure) and 40P01 (deadlock), MariaDB 1213 (deadlock,
+    also a Galera certification conflict): ``RetryableDatabaseError`` (re-run; 503
+    ``placement.db.retries_exhausted`` once the retries are spent);
+  - PostgreSQL 57014 (statement timeout) and 55P03 (lock timeout), MariaDB 1969
+    (max_statement_time) and 1205 (lock wait timeout), SQLite "database is locked" (busy
+    timeout): ``ServiceUnavailable`` 503 ``placement.db.timeout``;
+  - connection refused or lost, server shutting down or out of connections:
+    ``ServiceUnavailable`` 503 ``placement.db.unavailable``;
+
+* a pool checkout that waits more than ``pool_timeout`` seconds raises ``ServiceUnavailable``
+  (503 ``placement.db.pool_exhausted``) instead of hanging (``GuardedQueuePool``).
+
+Integrity errors (duplicate names and the like) pass through untouched: services turn them into
+409s. ``api/db_retry.py`` re-runs a whole request (one transaction) on
+``RetryableDatabaseError``, as oslo.db's ``wrap_db_retry(retry_on_deadlock=True)`` re-runs a DB
+API function.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import Engine
+from sqlalchemy.pool import QueuePool
+
+from placement_numa.errors import ServiceUnavailable
+
+__all__ = [
+    "DatabaseOptions",
+    "RetryableDatabaseError",
+    "GuardedQueuePool",
+    "classify",
+    "install",
+    "unavailable",
+]
+
+# SQLSTATEs (PostgreSQL) and error numbers (MariaDB/MySQL).
+_PG_RETRY = {"40001", "40P01"}
+_PG_TIMEOUT = {"57014", "55P03"}
+_PG_UNAVAILABLE = {"57P01", "57P02", "57P03", "53300", "08000", "08001", "08003", "08004", "08006"}
+_MY_RETRY = {1213}
+_MY_TIMEOUT = {1205, 1969, 3024}
+_MY_UNAVAILABLE = {1040, 1047, 1053, 2002, 2003, 2006, 2013, 2055}
+
+
+@dataclass(frozen=True, slots=True)
+class DatabaseOptions:
+    """Timeouts and retry-after of one process (seconds; ``None`` disables a timeout)."""
+
+    statement_timeout: float | None = 30.0
+    lock_timeout: float | None = 10.0
+    retry_after: int = 2
+
+
+class RetryableDatabaseError(ServiceUnavailable):
+    """A transaction the database rolled back as a deadlock victim or serialization failure:
+    retrying the whole transaction is safe. A 503 only when the retries are spent."""
+
+    default_code = "placement.db.retries_exhausted"
+
+
+def unavailable(detail: str, code: str, retry_after: int) -> ServiceUnavailable:
+    """A ``ServiceUnavailable`` (503) with ``Retry-After: retry_after``."""
+    return ServiceUnavailable(detail, code=code, headers={"retry-after": str(retry_after)})
+
+
+def classify(orig: BaseException | None) -> str | None:
+    """``"retry"``, ``"timeout"``, ``"unavailable"`` or ``None`` for a DB-API exception."""
+    if orig is None:
+        return None
+    sqlstate = getattr(orig, "sqlstate", None)
+    if type(orig).__module__.startswith("psycopg") and isinstance(sqlstate, str):
+        if sqlstate in _PG_RETRY:
+            return "retry"
+        if sqlstate in _PG_TIMEOUT:
+            return "timeout"
+        if sqlstate in _PG_UNAVAILABLE or sqlstate.startswith("08"):
+            return "unavailable"
+        return None
+    if type(orig).__module__.startswith("sqlite3"):
+        return "timeout" if "locked" in str(orig) else None  # busy timeout ran out
+    args: tuple[Any, ...] = getattr(orig, "args", ())
+    number = args[0] if args and isinstance(args[0], int) else None
+    if number in _MY_RETRY:
+        return "retry"
+    if number in _MY_TIMEOUT:
+        return "timeout"
+    if number in _MY_UNAVAILABLE:
+        return "unavailable"
+    return None
+
+
+class GuardedQueuePool(QueuePool):
+    """``QueuePool`` whose checkout timeout is a 503 (``placement.db.pool_exhausted``)."""
+
+    retry_after = 2
+
+    def _do_get(self) -> Any:
+        try:
+            return super()._do_get()
+        except sa_exc.TimeoutError:
+            raise unavailable(
+                f"All {self.size()} + {self._max_overflow} database connections of this worker"
+                f" are busy and none came free within {self._timeout:g} s"
+                " ([placement_database] max_pool_size, max_overflow, pool_timeout).",
+                "placement.db.pool_exhausted",
+                self.retry_after,
+            ) from None
+
+
+def _session_statements(dialect: str, options: DatabaseOptions) -> list[str]:
+    statements: list[str] = []
+    if dialect == "postgresql":
+        if options.statement_timeout:
+            statements.append(f"SET statement_timeout = {int(options.statement_timeout * 1000)}")
+        if options.lock_timeout:
+            statements.append(f"SET lock_timeout = {int(options.lock_timeout * 1000)}")
+    elif dialect == "mysql":
+        if options.statement_timeout:  # MariaDB's name; MySQL's differs (set per connection)
+            statements.append(f"SET SESSION max_statement_time = {options.statement_timeout:g}")
+        if options.lock_timeout:
+            seconds = max(1, round(options.lock_timeout))
+            statements.append(f"SET SESSION innodb_lock_wait_timeout = {seconds}")
+    return statements
+
+
+def install(engine: Engine, options: DatabaseOptions) -> None:
+    """Hook ``engine``: session timeouts on connect, driver errors translated (see the module
+    docstring). SQLite gets the translation only (its busy timeout is set by ``make_engine``)."""
+    statements = _session_statements(engine.dialect.name, options)
+    if isinstance(engine.pool, GuardedQueuePool):
+        engine.pool.retry_after = options.retry_after
+
+    if statements:
+
+        @event.listens_for(engine, "connect")
+        def _set_timeouts(dbapi_conn: Any, _record: Any) -> None:
+            cursor = dbapi_conn.cursor()
+            try:
+                for statement in statements:
+                    if "max_statement_time" in statement and not _is_mariadb(dbapi_conn):
+                        millis = int((options.statement_timeout or 0) * 1000)
+                        statement = f"SET SESSION max_execution_time = {millis}"
+                    cursor.execute(statement)
+            finally:
+                cursor.close()
+            if engine.dialect.name == "postgresql":
+                dbapi_conn.commit()  # psycopg opened a transaction for the SETs
+
+    @event.listens_for(engine, "handle_error", retval=True)
+    def _translate(context: Any) -> BaseException | None:
+        if getattr(context, "is_pre_ping", False):
+            return None  # let the pool's pre-ping reconnect
+        original = context.original_exception
+        kind = classify(original)
+        if kind is None and context.is_disconnect:
+            kind = "unavailable"
+        if (
+            kind is None
+            and context.connection is None
+            and isinstance(
+                context.sqlalchemy_exception, (sa_exc.OperationalError, sa_exc.InterfaceError)
+            )
+        ):
+            kind = "unavailable"  # failed to connect at all
+        if kind == "retry":
+            return RetryableDatabaseError(
+                f"The database aborted the transaction ({_short(original)}) and retries were"
+                " exhausted.",
+                headers={"retry-after": str(options.retry_after), "x-placement-retryable": "1"},
+            )
+        if kind == "timeout":
+            return unavailable(
+                "A database statement or lock wait exceeded its timeout"
+                " ([placement_database] statement_timeout, lock_timeout).",
+                "placement.db.timeout",
+                options.retry_after,
+            )
+        if kind == "unavailable":
+            return unavailable(
+                "The database is unavailable.", "placement.db.unavailable", options.retry_after
+            )
+        return None
+
+
+def _is_mariadb(dbapi_conn: Any) -> bool:
+    info = getattr(dbapi_conn, "get_server_info", None)
+    return bool(info and "mariadb" in str(info()).lower())
+
+
+def _short(exc: BaseException | None) -> str:
+    text = str(exc).splitlines()[0] if exc is not None and str(exc) else type(exc).__name__
+    return text[:200]
