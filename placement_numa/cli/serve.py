@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from placement_numa.app import prepare_database
+    from placement_numa.cli.http_timeouts import ENV_HEADER_TIMEOUT, GuardedHttpToolsProtocol
     from placement_numa.settings import Settings
 
     overrides = {
@@ -84,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
         from placement_numa.cli.demo import load_when_up
 
         load_when_up(f"http://{settings.host}:{settings.port}")
+    os.environ[ENV_HEADER_TIMEOUT] = str(settings.header_read_timeout)
     uvicorn.run(
         "placement_numa.app:app_from_env",
         factory=True,
@@ -92,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
         workers=settings.workers,
         log_level=settings.log_level,
         access_log=not settings.access_log,  # ours (placement_numa.access) replaces uvicorn's
+        http=GuardedHttpToolsProtocol,  # header read timeout (cli/http_timeouts.py)
+        timeout_keep_alive=max(1, round(settings.keep_alive_timeout)),
     )
     return 0
 

@@ -1,0 +1,123 @@
+"""Start and stop real ``placement-numa serve`` processes for tests and tools (issue 10).
+
+``LiveServer(database_url, port, workers=..., env=...)`` runs the CLI as a subprocess on
+``127.0.0.1:port`` with ``PLACEMENT_NUMA_AUTH_STRATEGY=noauth2`` (token ``admin``), waits until
+``/`` answers, and stops it with SIGTERM (SIGKILL after 15 s). ``worker_pids()`` lists the uvicorn
+worker processes (children of the supervisor) so a test can SIGKILL one.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+
+import httpx
+
+HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement 1.39"}
+
+
+class LiveServer:
+    def __init__(
+        self,
+        database_url: str,
+        port: int,
+        *,
+        workers: int = 1,
+        env: dict[str, str] | None = None,
+        log_path: Path | None = None,
+    ) -> None:
+        self.database_url = database_url
+        self.port = port
+        self.workers = workers
+        self.env = env or {}
+        self.base_url = f"http://127.0.0.1:{port}"
+        self.log_path = log_path or Path(f"/tmp/placement-numa-serve-{port}.log")
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 60) -> LiveServer:
+        executable = (
+            shutil.which("placement-numa", path=str(Path(sys.executable).parent))
+            or "placement-numa"
+        )
+        environment = {
+            **os.environ,
+            "PYTHONUNBUFFERED": "1",
+            "PLACEMENT_NUMA_AUTH_STRATEGY": "noauth2",
+            **self.env,
+        }
+        with open(self.log_path, "wb") as log_file:
+            self.process = subprocess.Popen(
+                [
+                    executable,
+                    "serve",
+                    "--workers",
+                    str(self.workers),
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.port),
+                    "--database-url",
+                    self.database_url,
+                    "--no-migrate",
+                ],
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                env=environment,
+            )
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if httpx.get(self.base_url + "/", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"service did not start: {self.log()[-2000:]}")
+            time.sleep(0.2)
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def worker_pids(self) -> list[int]:
+        """The uvicorn worker processes (children of the supervisor)."""
+        if self.process is None:
+            return []
+        children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
+        try:
+            return [int(pid) for pid in children.read_text().split()]
+        except OSError:
+            return []
+
+    def client(self, timeout: float = 60) -> httpx.Client:
+        return httpx.Client(base_url=self.base_url, headers=HEADERS, timeout=timeout)
+
+    def stop(self) -> None:
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def __enter__(self) -> LiveServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
