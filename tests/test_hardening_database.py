@@ -61,7 +61,9 @@ def proxied(test_database: TestDatabase) -> Iterator[tuple[PlacementAPI, TcpProx
     )
     proxy = TcpProxy(port, url.port or (5432 if test_database.backend == "postgresql" else 3306))
     proxied_url = url.set(port=port).render_as_string(hide_password=False)
-    settings = Settings(database_url=proxied_url, auto_migrate=False, retry_after=3)
+    settings = Settings(
+        database_url=proxied_url, auto_migrate=False, retry_after=3, auth_strategy="noauth2"
+    )
     try:
         for api, _app in _client(settings):
             yield api, proxy
@@ -119,6 +121,7 @@ def test_pool_exhausted_is_503(test_database: TestDatabase) -> None:
     settings = Settings(
         database_url=test_database.url,
         auto_migrate=False,
+        auth_strategy="noauth2",
         max_pool_size=1,
         max_overflow=0,
         pool_timeout=0.5,
@@ -137,7 +140,9 @@ def test_pool_exhausted_is_503(test_database: TestDatabase) -> None:
 def test_lock_timeout_is_503(test_database: TestDatabase) -> None:
     """A request that waits on a row another transaction holds gives up after lock_timeout."""
     _server_only(test_database)
-    settings = Settings(database_url=test_database.url, auto_migrate=False, lock_timeout=1)
+    settings = Settings(
+        database_url=test_database.url, auto_migrate=False, lock_timeout=1, auth_strategy="noauth2"
+    )
     for api, _app in _client(settings):
         rp = create_provider(api, name=f"locked-{uuidlib.uuid4().hex[:6]}")
         holder = create_engine(test_database.url)
