@@ -103,5 +103,5 @@ class DbRetryMiddleware:
                 return
             await send(message)
 
-        await self.app({**scope}, attempt_receive, attempt_send)
+        await self.app(scope, attempt_receive, attempt_send)  # same scope: outer layers read it
         return dropped
