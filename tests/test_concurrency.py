@@ -163,10 +163,10 @@ def service(
         )
     base_url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120
         while True:
             try:
-                if httpx.get(base_url + "/", timeout=1).status_code == 200:
+                if httpx.get(base_url + "/", timeout=5).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
