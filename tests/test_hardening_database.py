@@ -307,3 +307,79 @@ def test_retries_are_bounded(api: PlacementAPI, test_database: TestDatabase) -> 
     assert "x-placement-retryable" not in response.headers
     assert attempts == 6
     assert api.get(f"/resource_providers/{rp}/usages").json()["usages"] == {"VCPU": 0}
+
+
+# --- 5. a client that gives up does not leave its SQL running ----------------------------------
+
+
+def _running_queries(conn: Any, backend: str) -> int:
+    if backend == "postgresql":
+        sql = (
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND state = 'active' AND pid <> pg_backend_pid()"
+            " AND query ILIKE '%resource_providers%'"
+        )
+    else:
+        sql = (
+            "SELECT count(*) FROM information_schema.processlist WHERE db = DATABASE()"
+            " AND command = 'Query' AND id <> CONNECTION_ID()"
+            " AND info LIKE '%resource_providers%'"
+        )
+    return int(conn.execute(text(sql)).scalar())
+
+
+def _activity(conn: Any, backend: str) -> str:
+    if backend != "postgresql":
+        return "abandoned statement still running"
+    rows = conn.execute(
+        text(
+            "SELECT state, wait_event_type, now() - query_start, query FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+    ).all()
+    return "abandoned statement still running: " + repr(rows)
+
+
+def test_abandoned_request_leaves_no_sql_running(
+    test_database: TestDatabase, tmp_path: Any
+) -> None:
+    """A client gives up on a write stuck behind a row lock: its statement is ended by
+    lock_timeout (2 s here), not left waiting, and the write does not happen later."""
+    from tests.live_server import LiveServer
+
+    _server_only(test_database)
+    port = 19021 + 2 * int(os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:])
+    server = LiveServer(
+        test_database.url,
+        port,
+        env={"PLACEMENT_NUMA_LOCK_TIMEOUT": "2", "PLACEMENT_NUMA_STATEMENT_TIMEOUT": "5"},
+        log_path=tmp_path / "serve.log",
+    )
+    holder = create_engine(test_database.url)
+    try:
+        with server:
+            with server.client() as client:
+                name = f"abandoned-{uuidlib.uuid4().hex[:6]}"
+                rp = client.post("/resource_providers", json={"name": name}).json()["uuid"]
+            with holder.connect() as conn, conn.begin():
+                conn.execute(
+                    text("SELECT id FROM resource_providers WHERE uuid = :u FOR UPDATE"),
+                    {"u": rp},
+                )
+                with server.client(timeout=0.5) as impatient, pytest.raises(Exception):
+                    impatient.put(f"/resource_providers/{rp}", json={"name": "late"})
+                # Autocommit: PostgreSQL keeps one pg_stat_activity snapshot per transaction.
+                with holder.connect().execution_options(isolation_level="AUTOCOMMIT") as watcher:
+                    assert _running_queries(watcher, test_database.backend) >= 1
+                    deadline = time.monotonic() + 8
+                    while _running_queries(watcher, test_database.backend):
+                        assert time.monotonic() < deadline, _activity(
+                            watcher, test_database.backend
+                        )
+                        time.sleep(0.2)
+                time.sleep(1)  # keep the lock past the abandoned request's lock timeout
+            with server.client() as client:
+                assert client.get(f"/resource_providers/{rp}").json()["name"] == name
+                assert client.get("/healthcheck").status_code == 200
+    finally:
+        holder.dispose()
