@@ -39,7 +39,7 @@ class LiveServer:
         self.log_path = log_path or Path(f"/tmp/placement-numa-serve-{port}.log")
         self.process: subprocess.Popen[bytes] | None = None
 
-    def start(self, timeout: float = 60) -> LiveServer:
+    def start(self, timeout: float = 120) -> LiveServer:
         executable = (
             shutil.which("placement-numa", path=str(Path(sys.executable).parent))
             or "placement-numa"
