@@ -18,6 +18,7 @@ Without the virtualenv the fixtures skip, and fail under ``CI=true``.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -232,11 +233,29 @@ def start_keystone(workdir: Path, port: int, placement_url: str) -> Iterator[Key
             process.wait()
 
 
-def worker_ports(base: int = 18910) -> tuple[int, int]:
-    """(Keystone port, placement-numa port) for this xdist worker, in 18910-18989."""
+def _free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def worker_ports(first: int = 18910, last: int = 18989) -> tuple[int, int]:
+    """Two free ports (Keystone, placement-numa) in ``first``-``last``, starting at a place of
+    this xdist worker's own, so that parallel workers and runs do not meet."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
     index = int(worker[2:]) if worker[2:].isdigit() else 0
-    return base + 2 * index, base + 2 * index + 1
+    span = last - first + 1
+    found: list[int] = []
+    for step in range(span):
+        port = first + (8 * index + step) % span
+        if _free(port):
+            found.append(port)
+            if len(found) == 2:
+                return found[0], found[1]
+    raise RuntimeError(f"no two free ports in {first}-{last}")
 
 
 def openstack_cli() -> Path:
