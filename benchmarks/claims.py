@@ -17,7 +17,8 @@ every mode::
   with the first candidate; on 409 the next candidate (an alternate); when the list is used up,
   a new GET (a retry); a GET with no candidate ends the scheduler;
 * ``c`` placement-numa: ``POST /allocation_candidates/claim`` with the query; a 409
-  ``placement_numa.claim.no_room`` ends the scheduler.
+  ``placement_numa.claim.no_room`` ends the scheduler. ``--claim-strategy`` sets the server's
+  ``claim_strategy``: ``spread`` (default) or ``ordered`` (the baseline walk).
 
 Reported per mode: instances placed per second, p50/p99 latency of placing one instance (all
 its calls), client-visible 409s and retries (extra GETs in a/b, extra rounds reported by the
@@ -318,7 +319,7 @@ def check(base: str, hosts: list[Host], args: argparse.Namespace) -> dict[str, A
 
 
 def report(
-    mode: str, hosts: int, tally: Tally, seconds: float, final: dict[str, Any]
+    mode: str, args: argparse.Namespace, tally: Tally, seconds: float, final: dict[str, Any]
 ) -> dict[str, Any]:
     latencies = sorted(tally.latencies)
 
@@ -327,8 +328,8 @@ def report(
 
     last_sent = max((s for s, _ in tally.placed), default=0.0)
     row = {
-        "mode": mode,
-        "hosts": hosts,
+        "mode": mode if mode != "c" else f"c-{args.claim_strategy}",
+        "hosts": args.hosts,
         "placed": len(tally.placed),
         "seconds": round(seconds, 1),
         "instances_per_s": round(len(tally.placed) / seconds, 1) if seconds else 0,
@@ -382,11 +383,16 @@ def database(kind: str, workdir: Path) -> Iterator[str]:
 
 
 @contextmanager
-def placement_numa(port: int, url: str, workdir: Path) -> Iterator[str]:
-    """``placement-numa serve --workers 2`` on ``port`` (noauth2)."""
+def placement_numa(port: int, url: str, workdir: Path, strategy: str) -> Iterator[str]:
+    """``placement-numa serve --workers 2`` on ``port`` (noauth2, ``claim_strategy``)."""
     exe = shutil.which("placement-numa", path=str(Path(sys.executable).parent)) or "placement-numa"
     log = workdir / f"serve-{port}.log"
-    env = {**os.environ, "PLACEMENT_NUMA_AUTH_STRATEGY": "noauth2", "PYTHONUNBUFFERED": "1"}
+    env = {
+        **os.environ,
+        "PLACEMENT_NUMA_AUTH_STRATEGY": "noauth2",
+        "PLACEMENT_NUMA_CLAIM_STRATEGY": strategy,
+        "PYTHONUNBUFFERED": "1",
+    }
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [exe, "serve", "--workers", "2", "--host", "127.0.0.1", "--port", str(port)]
@@ -424,7 +430,7 @@ def service(mode: str, args: argparse.Namespace, workdir: Path) -> Iterator[str]
             with upstream_placement(args.port, database_url=upstream_url, workers=2) as base:
                 yield base
         else:
-            with placement_numa(args.port, url, workdir) as base:
+            with placement_numa(args.port, url, workdir, args.claim_strategy) as base:
                 yield base
 
 
@@ -442,6 +448,9 @@ def main() -> int:
     parser.add_argument(
         "--max-seconds", type=float, default=0, help="stop placing after this long (0: until full)"
     )
+    parser.add_argument(
+        "--claim-strategy", choices=("spread", "ordered"), default="spread", help="mode c's walk"
+    )
     parser.add_argument("--port", type=int, default=19480)
     parser.add_argument("--json", type=Path, help="append each result row to this file")
     args = parser.parse_args()
@@ -452,7 +461,7 @@ def main() -> int:
             with service(mode, args, workdir) as base:
                 hosts = seed(base, args, numa=mode != "a")
                 tally, seconds = run_schedulers(base, args, mode)
-                row = report(mode, args.hosts, tally, seconds, check(base, hosts, args))
+                row = report(mode, args, tally, seconds, check(base, hosts, args))
             if args.json:
                 with args.json.open("a") as out:
                     out.write(json.dumps(row) + "\n")

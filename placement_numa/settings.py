@@ -111,6 +111,17 @@ class Settings(BaseSettings):
         json_schema_extra=conf_option("placement", "allocation_candidates_generation_strategy"),
     )
 
+    # --- schedule and claim (issue 14) ---
+    claim_strategy: Literal["spread", "ordered"] = Field(
+        default="spread",
+        description=(
+            "How POST /allocation_candidates/claim walks the ranked candidates: spread (equally"
+            " ranked candidates shuffled, hosts being claimed by others skipped, SKIP LOCKED)"
+            " or ordered (rank order, waiting for each host's locks; the baseline)."
+        ),
+        json_schema_extra=conf_option("placement", "claim_strategy"),
+    )
+
     # --- limits and timeouts (issue 10) ---
     # Input caps: each bounds the work one request can cause, checked before the work starts.
     max_request_body_size: int = Field(

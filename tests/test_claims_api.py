@@ -20,6 +20,11 @@ import pytest
 
 from placement_numa.claim_client import ClaimRefused, claim_flavor
 from placement_numa.cli.demo import HostShape, _cells, load_host
+from placement_numa.db.repositories.fleet import SqlFleetSource
+from placement_numa.engine import SnapshotEngine
+from placement_numa.numa.flavor import Flavor
+from placement_numa.services import claims
+from placement_numa.services.numa_candidates import NumaOptions
 from tests.conftest import PlacementAPI
 
 V = "1.39"
@@ -216,3 +221,36 @@ def test_python_client(api: PlacementAPI) -> None:
             consumer_generation=0,
         )
     assert stale.value.code == "placement.concurrent_update" and not stale.value.no_room
+
+
+@pytest.mark.parametrize("strategy", ["spread", "ordered"])
+def test_both_strategies_fill_the_fleet(app: Any, api: PlacementAPI, strategy: Any) -> None:
+    """The service function under each ``claim_strategy``: the same claims, the same end."""
+    fleet = _fleet(api, "host-a", "host-b")
+    database = app.state.database
+    engine = SnapshotEngine(SqlFleetSource(database))
+    hosts = []
+    for _ in range(4):
+        claimed = claims.claim_for_flavor(
+            database=database,
+            engine=engine,
+            flavor=Flavor(**FLAVOR),
+            image=None,
+            options=NumaOptions(),
+            request=claims.ClaimRequest(str(uuid.uuid4()), "p1", "u1", None, "INSTANCE"),
+            strategy=strategy,
+        )
+        assert claimed.consumer_generation == 1 and claimed.attempts == 1
+        hosts.append(claimed.chosen.host)
+    assert sorted(hosts) == ["host-a", "host-a", "host-b", "host-b"]
+    assert _pcpu_used(api, fleet) == 16
+    with pytest.raises(claims.NoRoom):
+        claims.claim_for_flavor(
+            database=database,
+            engine=engine,
+            flavor=Flavor(**FLAVOR),
+            image=None,
+            options=NumaOptions(),
+            request=claims.ClaimRequest(str(uuid.uuid4()), "p1", "u1", None),
+            strategy=strategy,
+        )

@@ -39,7 +39,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
@@ -69,6 +69,7 @@ __all__ = [
     "claim_for_query",
     "requested_amounts",
     "lacking_amounts",
+    "Strategy",
     "DEFAULT_WINDOW",
     "MAX_ROUNDS",
 ]
@@ -77,6 +78,7 @@ DEFAULT_WINDOW = 64  # ranked candidates searched per round (alternates come on 
 MAX_ROUNDS = 8  # fresh searches before ClaimContended
 
 Search = Callable[[int], list[RankedCandidate]]
+Strategy = Literal["spread", "ordered"]
 
 
 class NoRoom(Conflict):
@@ -230,14 +232,16 @@ def _try_one(
 
 
 def _walk(
-    conn: Connection, order: Sequence[RankedCandidate], request: ClaimRequest
+    conn: Connection, order: Sequence[RankedCandidate], request: ClaimRequest, *, skip: bool
 ) -> tuple[RankedCandidate, int]:
     """Claim the first candidate of ``order`` that fits (see the module docstring, step 3);
-    returns it and the number of candidates tried. Raises ``_NothingClaimed``."""
+    returns it and the number of candidates tried. ``skip``: pass over candidates whose
+    providers another transaction holds, and come back to them last. Raises
+    ``_NothingClaimed``."""
     attempts = 0
     locked: list[RankedCandidate] = []
     for ranked in order:
-        outcome = _try_one(conn, ranked, request, wait=False)
+        outcome = _try_one(conn, ranked, request, wait=not skip)
         if outcome is None:
             locked.append(ranked)
             continue
@@ -276,11 +280,14 @@ def claim(
     request: ClaimRequest,
     window: int = DEFAULT_WINDOW,
     prefer_closest: bool = True,
+    strategy: Strategy = "spread",
     rng: random.Random | None = None,
 ) -> Claimed:
     """Search with ``search(limit)`` (ranked candidates, best first) and claim the first that
     still fits, in one transaction per round (module docstring). ``requested`` (per class) only
-    words the ``NoRoom`` error. Raises ``NoRoom``, ``ClaimContended``, ``ConcurrentUpdate``."""
+    words the ``NoRoom`` error. ``strategy``: ``"spread"`` (the module docstring's steps 2-3) or
+    ``"ordered"`` (rank order, waiting for each candidate's locks: the baseline it is measured
+    against). Raises ``NoRoom``, ``ClaimContended``, ``ConcurrentUpdate``."""
     rng = rng or random.Random()
     with database.read() as conn:  # a stale consumer generation fails before any search
         allocation_repo.check_consumer_generation(conn, _item(request, {}))
@@ -289,10 +296,11 @@ def claim(
         found = search(window + request.alternates)
         if not found:
             raise _no_room(engine, requested, request.consumer_uuid)
-        order = _claim_order(found, rng, prefer_closest)
+        spread = strategy == "spread"
+        order = _claim_order(found, rng, prefer_closest) if spread else found
         try:
             with database.write() as conn:
-                chosen, tried = _walk(conn, order, request)
+                chosen, tried = _walk(conn, order, request, skip=spread)
                 consumer = consumer_repo.get_by_uuid(conn, request.consumer_uuid)
                 generation = consumer.generation if consumer is not None else 0
         except _NothingClaimed as nothing:
@@ -338,6 +346,7 @@ def claim_for_flavor(
     options: NumaOptions,
     request: ClaimRequest,
     window: int = DEFAULT_WINDOW,
+    strategy: Strategy = "spread",
 ) -> Claimed:
     """``claim`` over the ranked candidates of ``POST /allocation_candidates`` for a flavor.
     Raises ``InvalidFlavor`` (400) before anything is searched, and what ``claim`` raises."""
@@ -362,6 +371,7 @@ def claim_for_flavor(
         request=request,
         window=window,
         prefer_closest=options.prefer_closest,
+        strategy=strategy,
     )
 
 
@@ -373,6 +383,7 @@ def claim_for_query(
     options: NumaOptions,
     request: ClaimRequest,
     window: int = DEFAULT_WINDOW,
+    strategy: Strategy = "spread",
 ) -> Claimed:
     """``claim`` over the ranked candidates of a ready query (the JSON form of the GET query)."""
 
@@ -392,4 +403,5 @@ def claim_for_query(
         request=request,
         window=window,
         prefer_closest=options.prefer_closest,
+        strategy=strategy,
     )

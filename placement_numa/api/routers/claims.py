@@ -24,7 +24,7 @@ from __future__ import annotations
 import uuid as uuidlib
 from typing import Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 
 from placement_numa.api import microversion as mv
 from placement_numa.api.deps import DatabaseDep, JsonBody, VersionDep, body_doc, require_version
@@ -75,11 +75,18 @@ def _allocation_request(ranked: RankedCandidate) -> dict[str, Any]:
     },
 )
 def post_claim(
-    version: VersionDep, database: DatabaseDep, body: JsonBody, engine: EngineDep
+    request: Request,
+    version: VersionDep,
+    database: DatabaseDep,
+    body: JsonBody,
+    engine: EngineDep,
 ) -> PlacementJSONResponse:
-    """Claim the best NUMA fit for a consumer in one transaction (``services/claims.py``)."""
+    """Claim the best NUMA fit for a consumer in one transaction (``services/claims.py``; the
+    walk follows the ``claim_strategy`` setting)."""
     data = validate_body(ClaimBody, body)
-    request = service.ClaimRequest(
+    settings = getattr(request.app.state, "settings", None)
+    strategy: service.Strategy = getattr(settings, "claim_strategy", "spread")
+    claim = service.ClaimRequest(
         consumer_uuid=str(uuidlib.UUID(data.consumer_uuid)),
         project_id=data.project_id,
         user_id=data.user_id,
@@ -99,8 +106,9 @@ def post_claim(
             flavor=Flavor(**data.flavor.model_dump()),
             image=ImageProperties(data.image_properties()) if data.image else None,
             options=options,
-            request=request,
+            request=claim,
             window=window,
+            strategy=strategy,
         )
     else:
         claimed = service.claim_for_query(
@@ -108,11 +116,12 @@ def post_claim(
             engine=engine,
             query=query_from_json(data.query or {}),
             options=options,
-            request=request,
+            request=claim,
             window=window,
+            strategy=strategy,
         )
     answer = {
-        "consumer_uuid": request.consumer_uuid,
+        "consumer_uuid": claim.consumer_uuid,
         "consumer_generation": claimed.consumer_generation,
         "allocation_request": _allocation_request(claimed.chosen),
         "alternates": [_allocation_request(r) for r in claimed.alternates],
