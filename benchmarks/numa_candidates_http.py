@@ -6,9 +6,12 @@ NUMA cells, 4K and 2M page-size children), plus a SLIT distance matrix on every 
 
 Times a two-cell flavor (``hw:numa_nodes=2``, dedicated CPUs) with ``limit`` 10 and the same
 flavor without ``hw:numa_nodes`` and ``distribute_cpus_across_numa`` (KEP-2902 widths), each
-``--repeat`` times sequentially after one untimed warm-up, and prints p50/p95 in ms.
+``--repeat`` times sequentially after one untimed warm-up, and prints p50/p95 in ms and the
+number of different answers (host and host cells). With ``--cells 8`` also the wide guest: an
+8-cell flavor (``hw:numa_nodes=8``), by POST and by GET (its ``explain`` query, ``limit`` 10).
 
-    /work/venv/bin/python benchmarks/numa_candidates_http.py --hosts 1000 --cells 2
+    python benchmarks/numa_candidates_http.py --hosts 1000 --cells 2 --port 19320
+    python benchmarks/numa_candidates_http.py --hosts 200 --cells 8 --port 19320
 """
 
 from __future__ import annotations
@@ -42,6 +45,27 @@ CASES: dict[str, dict[str, Any]] = {
         "distribute_cpus_across_numa": True,
     },
 }
+# the wide guest (issue 13): 8 identical guest cells, on fleets of 8-cell hosts (--cells 8)
+WIDE: dict[str, dict[str, Any]] = {
+    "eight-cell": {
+        "flavor": {
+            "vcpus": 16,
+            "memory_mb": 8192,
+            "extra_specs": {"hw:numa_nodes": "8", "hw:cpu_policy": "dedicated"},
+        },
+        "limit": 10,
+    },
+}
+
+
+def report(name: str, timings: list[float], requests: list[Any]) -> None:
+    """One line: candidates, different answers (host, host cells), p50 and p95 in ms."""
+    rest = sorted(timings[1:])
+    p95 = rest[min(len(rest) - 1, int(round(0.95 * (len(rest) - 1))))]
+    different = len({(r["numa"]["host"], tuple(r["numa"]["cells"])) for r in requests})
+    print(
+        f"{name:<16}{len(requests):>6}{different:>10}{statistics.median(rest):>10.2f}{p95:>10.2f}"
+    )
 
 
 def matrix(cells: int) -> dict[str, dict[str, int]]:
@@ -84,20 +108,38 @@ def main() -> int:
             with ThreadPoolExecutor(16) as pool:
                 list(pool.map(put, hosts))
             print(f"fleet: {args.hosts} hosts x {args.cells} cells, distance matrix on each")
-            print(f"{'case':<12}{'n':>6}{'p50 ms':>10}{'p95 ms':>10}")
-            for name, case in CASES.items():
+            print(f"{'case':<16}{'n':>6}{'different':>10}{'p50 ms':>10}{'p95 ms':>10}")
+            cases = dict(CASES)
+            if args.cells >= 8:
+                cases.update(WIDE)
+            for name, case in cases.items():
                 timings = []
-                count = 0
+                requests: list[Any] = []
                 for _ in range(args.repeat + 1):
                     t0 = time.perf_counter()
                     r = client.post("/allocation_candidates", json=case, headers=HEADERS)
                     timings.append((time.perf_counter() - t0) * 1000)
                     if r.status_code != 200:
                         raise RuntimeError(r.text)
-                    count = len(r.json()["allocation_requests"])
-                rest = sorted(timings[1:])
-                p95 = rest[min(len(rest) - 1, int(round(0.95 * (len(rest) - 1))))]
-                print(f"{name:<12}{count:>6}{statistics.median(rest):>10.2f}{p95:>10.2f}")
+                    requests = r.json()["allocation_requests"]
+                report(name, timings, requests)
+                if name in WIDE:  # the same query by GET: Placement's semantics, every ordering
+                    explain = requests[0]["numa"]["explain"]
+                    timings = []
+                    for _ in range(args.repeat + 1):
+                        t0 = time.perf_counter()
+                        r = client.get(
+                            f"/allocation_candidates?{explain}&limit={case['limit']}",
+                            headers=HEADERS,
+                        )
+                        timings.append((time.perf_counter() - t0) * 1000)
+                        if r.status_code != 200:
+                            raise RuntimeError(r.text)
+                    got = r.json()["allocation_requests"]
+                    print(
+                        f"{name + ' GET':<16}{len(got):>6}{'':>10}"
+                        f"{statistics.median(timings[1:]):>10.2f}"
+                    )
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -33,10 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks.candidates import (  # noqa: E402
+from candidates import (  # benchmarks/candidates.py
     CELL_INVENTORY,
     HEADERS,
     PAGE_SIZES,
@@ -45,6 +42,7 @@ from benchmarks.candidates import (  # noqa: E402
     create,
     wait_up,
 )
+from upstream import upstream_placement  # benchmarks/upstream.py
 
 # Upstream knows no MEMORY_PAGE_SIZE_* standard traits (ours are an extension): both services
 # get only the CUSTOM_MEMORY_PAGE_SIZE_* traits, and the queries ask for those.
@@ -79,8 +77,6 @@ def seed_host(client: httpx.Client, h: int, cells: int) -> dict[str, str]:
             )
     return found
 
-
-from benchmarks.upstream import upstream_placement  # noqa: E402
 
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 
