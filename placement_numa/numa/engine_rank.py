@@ -57,7 +57,7 @@ class NumaRanker:
         # per root: (cell provider index -> cell id, HostCells, host class)
         self._hosts: dict[int, tuple[dict[int, int], HostCells, int]] = {}
         # host classes: hosts with equal free CPUs per cell id and equal distances score alike
-        self._classes: dict[tuple[tuple[int, int], ...], list[tuple[Distances | None, int]]] = {}
+        self._classes: dict[tuple[object, ...], int] = {}
         self._class_count = 0
         self._cells: dict[int, int | None] = {}
         self._ranked: dict[
@@ -94,12 +94,17 @@ class NumaRanker:
             ids[cell] = cell_id if cell_id is not None else order
         free = {ids[members[k]]: f for k, f in zip(positions, frees, strict=True)}
         host = HostCells(free, self.index.distances.get(uuids[root]))
-        known = self._classes.setdefault(tuple(sorted(free.items())), [])
-        number = next((n for matrix, n in known if matrix == host.distances), -1)
-        if number < 0:
-            number = self._class_count
+        matrix = host.distances
+        frozen = (
+            None
+            if matrix is None
+            else tuple(sorted((i, tuple(sorted(row.items()))) for i, row in matrix.items()))
+        )
+        key = (tuple(sorted(free.items())), frozen)
+        number = self._classes.get(key, -1)
+        if number < 0:  # one dict lookup per host (not a scan of the hosts seen so far)
+            number = self._classes[key] = self._class_count
             self._class_count += 1
-            known.append((host.distances, number))
         found = self._hosts[root] = (ids, host, number)
         return found
 
