@@ -9,6 +9,8 @@ created at import time. This is the one app factory: middleware and settings han
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import Depends, FastAPI
@@ -20,6 +22,7 @@ from placement_numa.api.auth import make_authenticator
 from placement_numa.api.cors import CORSMiddleware, cors_filter
 from placement_numa.api.db_retry import DbRetryMiddleware
 from placement_numa.api.deps import check_accept
+from placement_numa.api.engine_dep import preload_fleet
 from placement_numa.api.errors import install_error_handlers
 from placement_numa.api.healthcheck import HealthcheckMiddleware
 from placement_numa.api.middleware import PlacementMiddleware
@@ -99,6 +102,14 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
     return document
 
 
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """Worker start: load the fleet snapshot before serving (``Settings.preload_fleet``)."""
+    if getattr(app.state.settings, "preload_fleet", False):
+        preload_fleet(app)
+    yield
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the application for ``settings`` (read from the environment when omitted).
 
@@ -115,6 +126,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url="/docs",
         redoc_url=None,
         dependencies=[Depends(check_accept), Depends(enforce_policy)],
+        lifespan=_lifespan,
     )
     app.state.settings = settings
     app.state.conf = conf = load_config(settings.config_file)

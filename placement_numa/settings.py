@@ -110,6 +110,13 @@ class Settings(BaseSettings):
         ),
         json_schema_extra=conf_option("placement", "allocation_candidates_generation_strategy"),
     )
+    preload_fleet: bool = Field(
+        default=True,
+        description=(
+            "Load the candidate engine's fleet snapshot when a worker starts, before it serves"
+            " (else on the first allocation candidates query)."
+        ),
+    )
 
     # --- schedule and claim (issue 14) ---
     claim_strategy: Literal["spread", "ordered"] = Field(

@@ -253,3 +253,22 @@ def test_api_cap_and_strategy(test_database: TestDatabase) -> None:
             assert api.get("/", version="1.39").status_code == 200
     finally:
         app.state.database.dispose()
+
+
+def test_worker_start_loads_the_fleet(test_database: TestDatabase) -> None:
+    """Cold start: the snapshot is loaded when the app starts, not by the first query."""
+    app = create_app(
+        Settings(database_url=test_database.url, auto_migrate=False, auth_strategy="noauth2")
+    )
+    try:
+        with app.state.database.write() as conn:
+            reset_rows(conn)
+        with TestClient(app) as client:
+            source = app.state.candidate_engine.source
+            assert source.full_loads == 1
+            api = PlacementAPI(client)
+            r = api.get("/allocation_candidates?resources=VCPU:1", version="1.39")
+            assert r.status_code == 200
+            assert source.full_loads == 1  # the first query used the preloaded snapshot
+    finally:
+        app.state.database.dispose()

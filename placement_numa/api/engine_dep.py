@@ -6,7 +6,9 @@ it keeps the fleet snapshot of this worker process, refreshed by ``placement_rev
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
@@ -15,7 +17,9 @@ from placement_numa.db.repositories.fleet import SqlFleetSource
 from placement_numa.engine import CandidateEngine, FleetSource, SnapshotEngine
 from placement_numa.observability.engine import ObservedEngine, ObservedFleetSource
 
-__all__ = ["get_candidate_engine", "engine_for_state", "EngineDep"]
+__all__ = ["get_candidate_engine", "engine_for_state", "preload_fleet", "EngineDep"]
+
+LOG = logging.getLogger(__name__)
 
 _CREATE = threading.Lock()
 
@@ -23,6 +27,21 @@ _CREATE = threading.Lock()
 def get_candidate_engine(request: Request) -> CandidateEngine:
     """The app's candidate engine (created once per app, thread-safe)."""
     return engine_for_state(request.app.state)
+
+
+def preload_fleet(app: Any) -> float | None:
+    """Load the fleet snapshot of ``app``'s engine now (at worker start, so the first query
+    does not pay for it); returns the seconds it took, or ``None`` when the database could not
+    be read (logged; the first query loads it then)."""
+    started = time.perf_counter()
+    try:
+        engine_for_state(app.state).snapshot()
+    except Exception as exc:  # noqa: BLE001 - a worker starts even when the database is down
+        LOG.warning("fleet snapshot not preloaded: %s", exc)
+        return None
+    elapsed = time.perf_counter() - started
+    LOG.info("fleet snapshot loaded in %.2f s", elapsed)
+    return elapsed
 
 
 def engine_for_state(state: Any) -> CandidateEngine:

@@ -58,25 +58,73 @@ def safe_capacity(total: int, reserved: int, ratio: float) -> int:
     return int(value)
 
 
-@dataclass(frozen=True, slots=True)
 class Inventory:
-    """One inventory record of a provider with its current usage (integer units of the class)."""
+    """One inventory record of a provider with its current usage (integer units of the class).
 
-    total: int
-    reserved: int
-    min_unit: int
-    max_unit: int
-    step_size: int
-    allocation_ratio: float
-    used: int = 0
-    # ``int((total - reserved) * allocation_ratio)``, as Placement reports it, clamped to
-    # [-MAX_CAPACITY, MAX_CAPACITY] (a stored ratio of 3e38 must not break reads: it renders
-    # as 2**63 - 1); 0 for a ratio that is not a number
-    capacity: int = field(init=False, compare=False, repr=False)
+    ``capacity``: ``int((total - reserved) * allocation_ratio)``, as Placement reports it,
+    clamped to +-``MAX_CAPACITY`` (a stored ratio of 3e38 must not break reads: it renders as
+    2**63 - 1); 0 for a ratio that is not a number. Immutable by contract; a plain slotted
+    class (a fleet holds one per provider and class, built at every load).
+    """
 
-    def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "capacity", safe_capacity(self.total, self.reserved, self.allocation_ratio)
+    __slots__ = (
+        "total",
+        "reserved",
+        "min_unit",
+        "max_unit",
+        "step_size",
+        "allocation_ratio",
+        "used",
+        "capacity",
+        "_hash",
+    )
+
+    def __init__(
+        self,
+        total: int,
+        reserved: int,
+        min_unit: int,
+        max_unit: int,
+        step_size: int,
+        allocation_ratio: float,
+        used: int = 0,
+    ) -> None:
+        self.total = total
+        self.reserved = reserved
+        self.min_unit = min_unit
+        self.max_unit = max_unit
+        self.step_size = step_size
+        self.allocation_ratio = allocation_ratio
+        self.used = used
+        self.capacity = safe_capacity(total, reserved, allocation_ratio)
+        self._hash = hash(self._key())
+
+    def _key(self) -> tuple[int, int, int, int, int, float, int]:
+        return (
+            self.total,
+            self.reserved,
+            self.min_unit,
+            self.max_unit,
+            self.step_size,
+            self.allocation_ratio,
+            self.used,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (
+            isinstance(other, Inventory)
+            and self._hash == other._hash
+            and self._key() == other._key()
+        )
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __repr__(self) -> str:
+        return (
+            f"Inventory(total={self.total}, reserved={self.reserved}, min_unit={self.min_unit},"
+            f" max_unit={self.max_unit}, step_size={self.step_size},"
+            f" allocation_ratio={self.allocation_ratio}, used={self.used})"
         )
 
     @property
@@ -518,8 +566,13 @@ def _infos(
     used: dict[tuple[int, str], int] = {}
     for pid, rc, amount in usages:
         used[(pid, rc)] = used.get((pid, rc), 0) + int(amount)
+    # Equal inventories (and trait and aggregate sets) are shared: they are immutable, and a
+    # fleet of look-alike hosts holds a few distinct ones per class (memory at 700,000
+    # providers), and equality checks of shared objects are identity checks.
+    shared_inventories: dict[tuple[object, ...], Inventory] = {}
     for pid, rc, total, reserved, min_unit, max_unit, step, ratio in inventories:
-        by_id[pid].inventories[rc] = Inventory(
+        key = (
+            rc,
             int(total),
             int(reserved),
             int(min_unit),
@@ -528,14 +581,21 @@ def _infos(
             float(ratio),
             used.get((pid, rc), 0),
         )
+        inventory = shared_inventories.get(key)
+        if inventory is None:
+            inventory = shared_inventories[key] = Inventory(*key[1:])
+        by_id[pid].inventories[rc] = inventory
+    shared_sets: dict[frozenset[str], frozenset[str]] = {}
     trait_sets: dict[int, set[str]] = {}
     for pid, name in traits:
         trait_sets.setdefault(pid, set()).add(name)
     for pid, names in trait_sets.items():
-        by_id[pid].traits = frozenset(names)
+        frozen = frozenset(names)
+        by_id[pid].traits = shared_sets.setdefault(frozen, frozen)
     agg_sets: dict[int, set[str]] = {}
     for pid, agg in aggregates:
         agg_sets.setdefault(pid, set()).add(agg)
     for pid, aggs in agg_sets.items():
-        by_id[pid].aggregates = frozenset(aggs)
+        frozen = frozenset(aggs)
+        by_id[pid].aggregates = shared_sets.setdefault(frozen, frozen)
     return infos

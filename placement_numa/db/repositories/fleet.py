@@ -55,19 +55,30 @@ Rows = tuple[
 ]
 
 
+def _fetch(conn: Connection, statement: Select[Any]) -> list[Any]:
+    """Every row of a parameterless ``statement`` as plain tuples, through the DBAPI cursor of
+    ``conn`` (same transaction; no SQLAlchemy ``Row`` per row: a fleet load reads hundreds of
+    thousands of rows)."""
+    sql = str(statement.compile(dialect=conn.dialect))
+    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.execute(sql)
+        return list(cursor.fetchall())
+    finally:
+        cursor.close()
+
+
 def _rows(conn: Connection, rc_names: dict[int, str], trait_names: dict[int, str]) -> Rows:
     """Snapshot rows of every provider."""
     rp = t.resource_providers
-    providers: list[ProviderRow] = [
-        (r[0], r[1], r[2], r[3])
-        for r in conn.execute(
-            select(rp.c.id, rp.c.uuid, rp.c.parent_provider_id, rp.c.root_provider_id)
-        )
-    ]
+    providers: list[ProviderRow] = _fetch(
+        conn, select(rp.c.id, rp.c.uuid, rp.c.parent_provider_id, rp.c.root_provider_id)
+    )
     inv = t.inventories
     inventories: list[InventoryRow] = [
         (r[0], rc_names[r[1]], r[2], r[3], r[4], r[5], r[6], r[7])
-        for r in conn.execute(
+        for r in _fetch(
+            conn,
             select(
                 inv.c.resource_provider_id,
                 inv.c.resource_class_id,
@@ -77,29 +88,33 @@ def _rows(conn: Connection, rc_names: dict[int, str], trait_names: dict[int, str
                 inv.c.max_unit,
                 inv.c.step_size,
                 inv.c.allocation_ratio,
-            )
+            ),
         )
     ]
     alloc = t.allocations
     usages = [
         (r[0], rc_names[r[1]], int(r[2] or 0))
-        for r in conn.execute(
+        for r in _fetch(
+            conn,
             select(
                 alloc.c.resource_provider_id, alloc.c.resource_class_id, func.sum(alloc.c.used)
-            ).group_by(alloc.c.resource_provider_id, alloc.c.resource_class_id)
+            ).group_by(alloc.c.resource_provider_id, alloc.c.resource_class_id),
         )
     ]
     rpt = t.resource_provider_traits
     traits = [
         (r[0], trait_names[r[1]])
-        for r in conn.execute(select(rpt.c.resource_provider_id, rpt.c.trait_id))
+        for r in _fetch(conn, select(rpt.c.resource_provider_id, rpt.c.trait_id))
     ]
     rpa = t.resource_provider_aggregates
     agg = t.placement_aggregates
     aggregates = [
-        (r[0], r[1])
-        for r in conn.execute(
-            select(rpa.c.resource_provider_id, agg.c.uuid).join(agg, agg.c.id == rpa.c.aggregate_id)
+        (r[0], str(r[1]))
+        for r in _fetch(
+            conn,
+            select(rpa.c.resource_provider_id, agg.c.uuid).join(
+                agg, agg.c.id == rpa.c.aggregate_id
+            ),
         )
     ]
     return providers, inventories, usages, traits, aggregates
