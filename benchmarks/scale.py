@@ -68,7 +68,9 @@ def seed_mixed(db_path: str, hosts: int, seed: int = 13) -> None:
     project = cur.lastrowid
     cur.execute("INSERT INTO users (external_id) VALUES ('scale')")
     user = cur.lastrowid
-    next_id = (cur.execute("SELECT COALESCE(MAX(id), 0) FROM resource_providers").fetchone()[0]) + 1
+    next_id = (
+        int(cur.execute("SELECT COALESCE(MAX(id), 0) FROM resource_providers").fetchone()[0]) + 1
+    )
     providers: list[tuple[Any, ...]] = []
     inventories: list[tuple[Any, ...]] = []
     traits: list[tuple[int, int]] = []
@@ -225,8 +227,9 @@ def main() -> int:
 
         def action() -> int:
             result = engine.search(query)
-            body = encode_candidates(result, query, version, nested_aware=True)
-            return len(result.candidates) + 0 * len(body)
+            encode_candidates(result, query, version, nested_aware=True)
+            found: int = result.stats.returned
+            return found
 
         return action
 

@@ -264,7 +264,9 @@ def test_worker_start_loads_the_fleet(test_database: TestDatabase) -> None:
         with app.state.database.write() as conn:
             reset_rows(conn)
         with TestClient(app) as client:
-            source = app.state.candidate_engine.source
+            engine = app.state.candidate_engine
+            engine = getattr(engine, "inner", engine)  # metrics wrapper (issue 12)
+            source = getattr(engine.source, "inner", engine.source)
             assert source.full_loads == 1
             api = PlacementAPI(client)
             r = api.get("/allocation_candidates?resources=VCPU:1", version="1.39")
