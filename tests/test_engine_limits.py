@@ -274,3 +274,19 @@ def test_worker_start_loads_the_fleet(test_database: TestDatabase) -> None:
             assert source.full_loads == 1  # the first query used the preloaded snapshot
     finally:
         app.state.database.dispose()
+
+
+def test_provider_list_follows_writes(api: PlacementAPI) -> None:
+    """The whole list is cached per fleet revision: every write shows in the next listing."""
+    first = create_provider(api, "listed-1")["uuid"]
+    listed = api.get("/resource_providers", version="1.39").json()["resource_providers"]
+    assert [p["uuid"] for p in listed] == [first]
+    second = create_provider(api, "listed-2")["uuid"]
+    listed = api.get("/resource_providers", version="1.39").json()["resource_providers"]
+    assert [p["uuid"] for p in listed] == [first, second]
+    assert api.delete(f"/resource_providers/{first}").status_code == 204
+    listed = api.get("/resource_providers", version="1.14").json()["resource_providers"]
+    assert [p["uuid"] for p in listed] == [second]
+    assert "parent_provider_uuid" in listed[0]
+    old = api.get("/resource_providers", version="1.0").json()["resource_providers"]
+    assert "parent_provider_uuid" not in old[0]

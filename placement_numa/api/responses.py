@@ -94,12 +94,17 @@ def json_response(
 
 
 def json_bytes_response(
-    body: bytes, version: mv.Microversion, *, status: int = 200, cache: bool = True
+    body: bytes,
+    version: mv.Microversion,
+    *,
+    status: int = 200,
+    cache: bool = True,
+    last_modified: datetime | None = None,
 ) -> Response:
     """``json_response`` for a body already encoded as JSON bytes (same headers)."""
     response = Response(body, status_code=status, media_type="application/json")
     if cache and version >= mv.CACHE_HEADERS:
-        response.headers["last-modified"] = http_date(None)
+        response.headers["last-modified"] = http_date(last_modified)
         response.headers["cache-control"] = "no-cache"
     return response
 

@@ -227,6 +227,8 @@ class FleetSnapshot:
             if providers[i].aggregates:
                 self.sharing_anchors[i] = self._anchors(i)
         self._index_sharing()
+        # resource class -> roots_having(class), filled lazily
+        self.class_roots: dict[str, frozenset[int]] = {}
         # rendering caches (API layer), per response shape: a dict whose entries keyed by a
         # provider index, ("root", root) or ("root-q", root) describe that provider or tree
         # (dropped for the providers and trees a refresh replaces); other entries must not
@@ -375,6 +377,20 @@ class FleetSnapshot:
             new.roots_with_sharing = old.roots_with_sharing
         else:
             new._patch_sharing(old, infos, removed, loaded)
+        # roots per class: the replaced trees are looked at again (all dropped when sharing
+        # providers changed: their anchors may have moved)
+        new.class_roots = {}
+        if (
+            new.sharing_anchors is old.sharing_anchors
+            and not any(old_providers[i].sharing for i in removed)
+            and not any(plist[i].sharing for i in loaded)
+        ):
+            for rc, roots in old.class_roots.items():
+                kept_roots = set(roots) - old_roots
+                for root, members in new_trees.items():
+                    if any(rc in plist[m].inventories for m in members):
+                        kept_roots.add(root)
+                new.class_roots[rc] = frozenset(kept_roots)
         # rendering caches: everything but the replaced providers and trees is still right
         new.summary_cache = {}
         touched_roots = old_roots | set(new_trees)
@@ -506,6 +522,24 @@ class FleetSnapshot:
         infos = _infos(rows, index_of, inventories, usages, traits, aggregates)
         _set_depths(infos, infos)
         return cls(revision, infos)
+
+    def roots_having(self, resource_class: str) -> frozenset[int]:
+        """Roots whose tree has a provider with inventory of ``resource_class``, or at which a
+        sharing provider with it is anchored (computed once per snapshot and class; a refresh
+        patches it for the trees it replaced)."""
+        found = self.class_roots.get(resource_class)
+        if found is None:
+            providers = self.providers
+            roots = {
+                providers[i].root
+                for i in self.index_by_uuid.values()
+                if resource_class in providers[i].inventories
+            }
+            for sharing in self.sharing:
+                if resource_class in providers[sharing].inventories:
+                    roots |= self.sharing_anchors.get(sharing, frozenset())
+            found = self.class_roots[resource_class] = frozenset(roots)
+        return found
 
     def ancestors(self, index: int) -> tuple[int, ...]:
         """``index`` and its ancestors up to the root, nearest first."""

@@ -310,6 +310,15 @@ def candidate_roots(plan: QueryPlan) -> Iterator[int]:
             for index in fleet.tree[tree_root]:
                 anchors |= fleet.sharing_anchors.get(index, frozenset())
         allowed = anchors if allowed is None else allowed & anchors
+    # a root can anchor a candidate only if its tree (or a sharing provider anchored there)
+    # has inventory of every requested class: one set per class, kept per snapshot
+    classes = sorted({rc for group in plan.groups for rc in group.resources})
+    having = sorted((fleet.roots_having(rc) for rc in classes), key=len)
+    if having and len(having[0]) < len(fleet.roots):
+        narrowed = set(having[0])
+        for other in having[1:]:
+            narrowed &= other
+        allowed = narrowed if allowed is None else allowed & narrowed
     roots = fleet.roots if allowed is None else sorted(allowed)
     providers = fleet.providers
     query = plan.query

@@ -17,6 +17,7 @@ from placement_numa.db.database import Database
 from placement_numa.db.repositories import aggregates as aggregate_repo
 from placement_numa.db.repositories import names
 from placement_numa.db.repositories import providers as repo
+from placement_numa.db.repositories.fleet import current_revision
 from placement_numa.db.repositories.providers import ProviderRow
 from placement_numa.domain.filters import ProviderFilters
 from placement_numa.errors import (
@@ -27,6 +28,7 @@ from placement_numa.errors import (
 )
 
 __all__ = [
+    "fleet_revision",
     "UNSET",
     "get_provider",
     "list_providers",
@@ -253,3 +255,9 @@ def _cannot_delete_parent(uuid: str) -> CannotDeleteParent:
     return CannotDeleteParent(
         f"Unable to delete parent resource provider {uuid}: It has child resource providers."
     )
+
+
+def fleet_revision(database: Database) -> int:
+    """The fleet revision counter (bumped by every committed write, in any process)."""
+    with database.read() as conn:
+        return current_revision(conn)

@@ -17,13 +17,20 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+import orjson
 from fastapi import APIRouter, Request, Response
 
 from placement_numa.api import microversion as mv
 from placement_numa.api import query
 from placement_numa.api.deps import DatabaseDep, JsonBody, VersionDep, body_doc, validate
 from placement_numa.api.limits import check_resource_classes, get_limits
-from placement_numa.api.responses import PlacementJSONResponse, json_response, newest, no_content
+from placement_numa.api.responses import (
+    PlacementJSONResponse,
+    json_bytes_response,
+    json_response,
+    newest,
+    no_content,
+)
 from placement_numa.api.schemas.resource_providers import (
     CreateProviderV1_0,
     CreateProviderV1_14,
@@ -117,7 +124,7 @@ def _filters(request: Request, version: mv.Microversion) -> ProviderFilters:
 @router.get("/resource_providers", summary="List resource providers")
 def list_resource_providers(
     request: Request, version: VersionDep, database: DatabaseDep
-) -> PlacementJSONResponse:
+) -> Response:
     """``{"resource_providers": [provider, ...]}`` matching every filter given (in creation
     order). Query parameters: ``name``, ``uuid``; ``member_of`` (1.3: ``<agg>``, ``in:<agg>,...``;
     repeated 1.24; ``!`` 1.32); ``resources`` (1.4: ``VCPU:2,MEMORY_MB:512``, providers with room
@@ -125,12 +132,25 @@ def list_resource_providers(
     1.22, ``in:A,B`` and repeats 1.39). 400 for unknown parameters, resource classes or traits.
     """
     filters = _filters(request, version)
-    found = service.list_providers(database, filters=filters)
-    return json_response(
-        {"resource_providers": [serialize_provider(request, p, version) for p in found]},
-        version,
-        last_modified=newest(_modified(p) for p in found),
-    )
+    if request.query_params:
+        found = service.list_providers(database, filters=filters)
+        return json_response(
+            {"resource_providers": [serialize_provider(request, p, version) for p in found]},
+            version,
+            last_modified=newest(_modified(p) for p in found),
+        )
+    # The whole list: encoded once per fleet revision (every committed write bumps it, in any
+    # worker), so repeated listings cost one tiny statement and a copy.
+    key = (service.fleet_revision(database), version, request.scope.get("root_path", ""))
+    cached = getattr(request.app.state, "provider_list_cache", None)
+    if cached is None or cached[0] != key:
+        found = service.list_providers(database, filters=filters)
+        body = orjson.dumps(
+            {"resource_providers": [serialize_provider(request, p, version) for p in found]}
+        )
+        cached = (key, body, newest(_modified(p) for p in found))
+        request.app.state.provider_list_cache = cached
+    return json_bytes_response(cached[1], version, last_modified=cached[2])
 
 
 @router.post(
