@@ -21,6 +21,8 @@ from placement_numa.agent.sysfs import discover
 from placement_numa.cli.demo import CellShape, HostShape, load_host
 from tests.conftest import PlacementAPI
 from tests.sysfs_fixtures import Cell, build_numa_host
+from tests.test_reshaper_numa import flat_host
+from tests.test_reshaper_numa import topology as reshape_topology
 
 V = "1.39"
 GiB_KB = 1024 * 1024
@@ -82,6 +84,36 @@ def test_thread_policies_against_agent_registered_hosts(api: PlacementAPI, tmp_p
     assert hosts_of(isolate) == ["plain-host"]
     prefer = ask(api, {**base, "extra_specs": {**dedicated, "hw:cpu_thread_policy": "prefer"}})
     assert hosts_of(prefer) == ["plain-host", "smt-host"]
+
+
+def test_reshape_keeps_hyperthreading_on_the_compute_node(api: PlacementAPI) -> None:
+    """A flat compute node that carries ``HW_CPU_HYPERTHREADING`` (where Nova's libvirt driver
+    reports it) keeps it on the root when the reshape planner moves it onto NUMA cells, so
+    ``require`` finds it and ``isolate`` avoids it."""
+    root, name, _ = flat_host(api)
+    generation = api.get(f"/resource_providers/{root}/traits").json()[
+        "resource_provider_generation"
+    ]
+    put = api.put(
+        f"/resource_providers/{root}/traits",
+        json={"resource_provider_generation": generation, "traits": ["HW_CPU_HYPERTHREADING"]},
+    )
+    assert put.status_code == 200, put.text
+    applied = api.post("/reshaper/apply", json={"host": name, "topology": reshape_topology(2)})
+    assert applied.status_code == 200, applied.text
+    assert api.get(f"/resource_providers/{root}/traits").json()["traits"] == [
+        "HW_CPU_HYPERTHREADING"
+    ]
+    providers = api.get(f"/resource_providers?in_tree={root}").json()["resource_providers"]
+    for provider in providers:
+        if provider["uuid"] != root:
+            traits = api.get(f"/resource_providers/{provider['uuid']}/traits").json()["traits"]
+            assert "HW_CPU_HYPERTHREADING" not in traits
+    base = {"vcpus": 2, "memory_mb": 1024, "extra_specs": {"hw:cpu_policy": "dedicated"}}
+    require = {**base, "extra_specs": {**base["extra_specs"], "hw:cpu_thread_policy": "require"}}
+    isolate = {**base, "extra_specs": {**base["extra_specs"], "hw:cpu_thread_policy": "isolate"}}
+    assert hosts_of(ask(api, require)) == [name]
+    assert hosts_of(ask(api, isolate)) == []
 
 
 # --- defect 2: a dedicated mask starting with ^ ----------------------------------------------
