@@ -22,11 +22,13 @@ from placement_numa.api.auth import make_authenticator
 from placement_numa.api.cors import CORSMiddleware, cors_filter
 from placement_numa.api.db_retry import DbRetryMiddleware
 from placement_numa.api.deps import check_accept
+from placement_numa.api.docs import install_docs
 from placement_numa.api.engine_dep import preload_fleet
 from placement_numa.api.errors import install_error_handlers
 from placement_numa.api.healthcheck import HealthcheckMiddleware
 from placement_numa.api.middleware import PlacementMiddleware
 from placement_numa.api.observability import install_observability
+from placement_numa.api.openapi_doc import complete_document
 from placement_numa.api.policy import enforce_policy, make_enforcer
 from placement_numa.api.request_guard import RequestGuardMiddleware
 from placement_numa.api.routers import ROUTERS
@@ -99,7 +101,7 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
             if isinstance(operation, dict) and "x-component-schemas" in operation:
                 components.update(operation.pop("x-component-schemas"))
     document["info"]["x-placement-max-microversion"] = str(mv.MAX_VERSION)
-    return document
+    return complete_document(document)
 
 
 @asynccontextmanager
@@ -123,7 +125,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=__version__,
         description=DESCRIPTION,
         openapi_url="/openapi.json",
-        docs_url="/docs",
+        docs_url=None,  # api.docs serves Swagger UI with local assets
         redoc_url=None,
         dependencies=[Depends(check_accept), Depends(enforce_policy)],
         lifespan=_lifespan,
@@ -134,6 +136,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.database = database_for(settings)
     for router in ROUTERS:
         app.include_router(router)
+    install_docs(app, "placement-numa")
     install_error_handlers(app)
     app.add_middleware(  # innermost: re-runs a request after a deadlock (api/db_retry.py)
         DbRetryMiddleware,

@@ -39,7 +39,12 @@ __all__ = [
 LOG = logging.getLogger(__name__)
 
 AUTH_STRATEGIES = ("keystone", "noauth2")
-PUBLIC_PATHS = frozenset({"/", "", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+PUBLIC_PATHS = frozenset({"/", "", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"}) | {
+    # Swagger UI's local assets (api.docs)
+    "/docs/assets/swagger-ui-bundle.js",
+    "/docs/assets/swagger-ui.css",
+    "/docs/assets/favicon.png",
+}
 
 
 class Authenticator(Protocol):

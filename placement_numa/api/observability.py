@@ -74,9 +74,13 @@ class ObservabilityMiddleware:
 
         try:
             await self.app(scope, receive, send_status)
-        finally:
-            self._record(scope, status, time.perf_counter() - started)
-            REQUEST_ID.reset(token)
+        except BaseException:
+            # left set: Starlette's error handler logs the failure outside this middleware, in
+            # this request's own task, and its line should carry the request id too
+            self._record(scope, 500, time.perf_counter() - started)
+            raise
+        self._record(scope, status, time.perf_counter() - started)
+        REQUEST_ID.reset(token)
 
     def _record(self, scope: Scope, status: int, seconds: float) -> None:
         route = getattr(scope.get("route"), "path", None) or "unmatched"

@@ -34,6 +34,7 @@ from placement_numa.api.responses import PlacementJSONResponse, json_response
 from placement_numa.api.routers.numa_candidates import _numa_block
 from placement_numa.api.schemas.claims import ClaimBody
 from placement_numa.api.schemas.numa_candidates import query_from_json
+from placement_numa.errors import BadRequest
 from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.services import claims as service
 from placement_numa.services.numa_candidates import NumaOptions, RankedCandidate
@@ -86,8 +87,12 @@ def post_claim(
     data = validate_body(ClaimBody, body)
     settings = getattr(request.app.state, "settings", None)
     strategy: service.Strategy = getattr(settings, "claim_strategy", "spread")
+    try:
+        consumer_uuid = str(uuidlib.UUID(data.consumer_uuid))
+    except ValueError:
+        raise BadRequest(f"consumer_uuid {data.consumer_uuid!r} is not a UUID") from None
     claim = service.ClaimRequest(
-        consumer_uuid=str(uuidlib.UUID(data.consumer_uuid)),
+        consumer_uuid=consumer_uuid,
         project_id=data.project_id,
         user_id=data.user_id,
         consumer_generation=data.consumer_generation,

@@ -1,0 +1,224 @@
+"""Make the OpenAPI document say what the service does (applied by ``app.build_openapi``).
+
+FastAPI derives the document from the route signatures, which here take the raw query string
+(Placement's query language is parsed by ``api.query``) and raise Placement errors rather than
+FastAPI's validation errors. So, from the tables below:
+
+* the query parameters of every GET that takes any (``QUERY_PARAMETERS``): name, meaning, the
+  microversion it appeared in;
+* the real success statuses (``SUCCESS``): 204 without a body for deletes, 201 with an empty
+  body for ``POST /resource_classes``, ...;
+* no 422 (the service answers 400); instead the Placement error body
+  (``{"errors": [{"status", "title", "detail", "code", "request_id"}]}``) for 400, 401, 403,
+  404 (paths with a parameter), 406 (GET), 409 (writes), 413 and 415 (bodies);
+* the ``x-auth-token`` header as the security scheme and ``OpenStack-API-Version`` as a header
+  parameter of every operation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["complete_document", "QUERY_PARAMETERS", "SUCCESS"]
+
+
+def _param(name: str, description: str, *, repeatable: bool = False) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string"}
+    if repeatable:
+        schema = {"type": "array", "items": {"type": "string"}}
+    param: dict[str, Any] = {
+        "name": name,
+        "in": "query",
+        "required": False,
+        "description": description,
+        "schema": schema,
+    }
+    if repeatable:
+        param["style"] = "form"
+        param["explode"] = True
+    return param
+
+
+_GROUPS = (
+    " Also accepted with a request-group suffix (``resources1``, ``resources_NUMA0``, ...):"
+    " one group per suffix (1.25; named suffixes 1.33)."
+)
+QUERY_PARAMETERS: dict[str, list[dict[str, Any]]] = {
+    "/resource_providers": [
+        _param("name", "Providers with this name."),
+        _param("uuid", "The provider with this uuid."),
+        _param(
+            "member_of",
+            "Aggregate uuid, or ``in:<uuid>,<uuid>`` for any of them (1.3); repeated: all of "
+            "them (1.24); ``!`` to exclude (1.32).",
+            repeatable=True,
+        ),
+        _param(
+            "resources",
+            "``RC:amount,...``: providers with room for each amount (1.4).",
+        ),
+        _param("in_tree", "Providers in the tree of this provider uuid (1.14)."),
+        _param(
+            "required",
+            "Traits ``A,!B`` the provider must have / must not have (1.18; ``!`` 1.22; "
+            "``in:A,B`` and repeats 1.39).",
+            repeatable=True,
+        ),
+    ],
+    "/allocation_candidates": [
+        _param("resources", "``RC:amount,...`` requested (1.10)." + _GROUPS),
+        _param(
+            "required",
+            "Traits the providers must have (``!`` forbidden 1.22, ``in:`` 1.39)." + _GROUPS,
+            repeatable=True,
+        ),
+        _param(
+            "member_of",
+            "Aggregate uuids (``in:`` any of; ``!`` excluded 1.32)." + _GROUPS,
+            repeatable=True,
+        ),
+        _param("in_tree", "Only candidates in this provider's tree (1.31)." + _GROUPS),
+        _param(
+            "group_policy",
+            "``none`` or ``isolate`` (1.25; required with more than one suffixed group).",
+        ),
+        _param("limit", "At most this many allocation requests (1.16)."),
+        _param(
+            "same_subtree",
+            "Comma-separated suffixes whose providers share a subtree (1.36).",
+            repeatable=True,
+        ),
+        _param("root_required", "Traits the root provider must (not) have (1.35)."),
+    ],
+    "/traits": [
+        _param("name", "``in:A,B`` (these names) or ``startswith:CUSTOM_`` (a prefix)."),
+        _param("associated", "``true``: only traits of some provider; ``false``: of none."),
+    ],
+    "/usages": [
+        _param("project_id", "The project (required)."),
+        _param("user_id", "Only this user's consumers."),
+        _param("consumer_type", "Only consumers of this type (1.38; ``all``, ``unknown``)."),
+    ],
+}
+
+_EMPTY = {"description": "No content."}
+# (method, path) -> the success responses the handler really sends.
+SUCCESS: dict[tuple[str, str], dict[str, dict[str, Any]]] = {
+    ("post", "/resource_classes"): {"201": {"description": "Created (empty body, Location)."}},
+    ("put", "/resource_classes/{name}"): {
+        "200": {"description": "Renamed (before 1.7)."},
+        "201": {"description": "Created (1.7+, empty body)."},
+        "204": {"description": "Already existed (1.7+)."},
+    },
+    ("delete", "/resource_classes/{name}"): {"204": _EMPTY},
+    ("put", "/traits/{name}"): {
+        "201": {"description": "Created (empty body)."},
+        "204": {"description": "Already existed."},
+    },
+    ("delete", "/traits/{name}"): {"204": _EMPTY},
+    ("get", "/traits/{name}"): {"204": {"description": "The trait exists."}},
+    ("get", "/resource_classes/{name}"): {"200": {"description": "The resource class."}},
+    ("delete", "/resource_providers/{uuid}/traits"): {"204": _EMPTY},
+    ("delete", "/resource_providers/{uuid}/inventories"): {"204": _EMPTY},
+    ("delete", "/resource_providers/{uuid}/inventories/{resource_class}"): {"204": _EMPTY},
+    ("post", "/resource_providers"): {
+        "200": {"description": "Created (1.20+: the provider)."},
+        "201": {"description": "Created (before 1.20: empty body, Location)."},
+    },
+}
+
+ERROR_SCHEMA = {
+    "type": "object",
+    "required": ["errors"],
+    "properties": {
+        "errors": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["status", "title", "detail"],
+                "properties": {
+                    "status": {"type": "integer"},
+                    "title": {"type": "string"},
+                    "detail": {"type": "string"},
+                    "code": {"type": "string"},
+                    "request_id": {"type": "string"},
+                },
+            },
+        }
+    },
+}
+_ERRORS = {
+    "400": "Bad request: a malformed body, query or microversion header (Placement error code).",
+    "401": "No or an invalid x-auth-token.",
+    "403": "The policy refuses this caller.",
+    "404": "The resource does not exist (or the microversion does not have this route).",
+    "406": "The Accept header excludes JSON.",
+    "409": "A conflict: stale generation, in use, no room (Placement error code).",
+    "413": "The body is larger than the service accepts.",
+    "415": "The body is not JSON (no or another content type).",
+}
+_VERSION_HEADER = {
+    "name": "OpenStack-API-Version",
+    "in": "header",
+    "required": False,
+    "description": "``placement 1.39`` (or ``latest``); without it a request is served at 1.0.",
+    "schema": {"type": "string"},
+}
+_WRITES = {"put", "post", "delete", "patch"}
+
+
+def _error(code: str) -> dict[str, Any]:
+    return {
+        "description": _ERRORS[code],
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+    }
+
+
+def complete_document(document: dict[str, Any]) -> dict[str, Any]:
+    """Apply the tables above to ``document`` (FastAPI's, modified in place and returned)."""
+    components = document.setdefault("components", {})
+    components.setdefault("schemas", {})["Error"] = ERROR_SCHEMA
+    components["securitySchemes"] = {
+        "token": {"type": "apiKey", "in": "header", "name": "x-auth-token"}
+    }
+    for path, item in document.get("paths", {}).items():
+        for method, operation in item.items():
+            if not isinstance(operation, dict) or "responses" not in operation:
+                continue
+            responses = operation["responses"]
+            responses.pop("422", None)
+            if (method, path) in SUCCESS:
+                for code in [c for c in responses if c.startswith("2")]:
+                    del responses[code]
+                responses.update(SUCCESS[(method, path)])
+            for code, response in responses.items():
+                if code in ("204",) or (
+                    code in ("201",) and "empty body" in response["description"]
+                ):
+                    response.pop("content", None)
+            params = [
+                p
+                for p in operation.get("parameters", [])
+                if p.get("in") != "query" or path not in QUERY_PARAMETERS
+            ]
+            if method == "get":
+                params += QUERY_PARAMETERS.get(path, [])
+            if path != "/":
+                params.append(_VERSION_HEADER)
+                operation["security"] = [{"token": []}]
+                wanted = ["400", "401", "403"]
+                if "{" in path:
+                    wanted.append("404")
+                if method == "get":
+                    wanted.append("406")
+                if method in _WRITES:
+                    wanted.append("409")
+                if "requestBody" in operation:
+                    wanted += ["413", "415"]
+                for code in wanted:
+                    responses.setdefault(code, _error(code))
+            if params:
+                operation["parameters"] = params
+    components.get("schemas", {}).pop("HTTPValidationError", None)
+    components.get("schemas", {}).pop("ValidationError", None)
+    return document
