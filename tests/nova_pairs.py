@@ -147,7 +147,7 @@ def random_host(rng: random.Random, name: str) -> HostSpec:
     """One random host (see the module docstring)."""
     count = rng.choice([1, 1, 2, 2, 4, 8])
     smt = rng.random() < 0.5
-    cores = rng.choice([2, 3, 4])
+    cores = rng.choice([2, 3, 4, 6, 8])
     threads = 2 if smt else 1
     per_cell = cores * threads
     split = rng.choice(["dedicated", "shared", "both", "both"])
@@ -163,14 +163,14 @@ def random_host(rng: random.Random, name: str) -> HostSpec:
         else:
             cut = rng.randint(1, cores - 1) * threads
             dedicated, shared = cpus[:cut], cpus[cut:]
-        small_mb = rng.choice([2048, 4096, 8192])
+        small_mb = rng.choice([2048, 4096, 8192, 16384])
         huge: dict[int, int] = {}
         if rng.random() < 0.4:
-            huge[HUGE_2M] = rng.choice([512, 1024, 2048])
+            huge[HUGE_2M] = rng.choice([512, 1024, 2048, 4096])
         if rng.random() < 0.25:
             huge[HUGE_1G] = rng.choice([1, 2, 4])
         cell = CellSpec(index, dedicated, shared, core_ids, small_mb, huge)
-        if rng.random() < 0.5:
+        if rng.random() < 0.4:
             cell.pinned = rng.randint(0, len(dedicated))
             cell.pinned_ids = sorted(rng.sample(dedicated, cell.pinned))
             cell.vcpu_used = rng.randint(0, len(shared))  # one consumer: max_unit = total
