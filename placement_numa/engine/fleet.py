@@ -386,11 +386,15 @@ class FleetSnapshot:
             and not any(plist[i].sharing for i in loaded)
         ):
             for rc, roots in old.class_roots.items():
-                kept_roots = set(roots) - old_roots
-                for root, members in new_trees.items():
-                    if any(rc in plist[m].inventories for m in members):
-                        kept_roots.add(root)
-                new.class_roots[rc] = frozenset(kept_roots)
+                having = {
+                    root
+                    for root, members in new_trees.items()
+                    if any(rc in plist[m].inventories for m in members)
+                }
+                if having == (roots & old_roots) and old_roots == set(new_trees):
+                    new.class_roots[rc] = roots  # same trees hold the class: share the set
+                    continue
+                new.class_roots[rc] = frozenset((set(roots) - old_roots) | having)
         # rendering caches: everything but the replaced providers and trees is still right
         new.summary_cache = {}
         touched_roots = old_roots | set(new_trees)
