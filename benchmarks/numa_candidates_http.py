@@ -12,11 +12,15 @@ number of different answers (host and host cells). With ``--cells 8`` also the w
 
     python benchmarks/numa_candidates_http.py --hosts 1000 --cells 2 --port 19320
     python benchmarks/numa_candidates_http.py --hosts 200 --cells 8 --port 19320
+
+``--keystone``: the service behind a real Keystone, as ``benchmarks/candidates.py --keystone``
+(prints Keystone's token validations while the cases were timed).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import subprocess
@@ -28,7 +32,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from candidates import HEADERS, seed_sql, wait_up  # benchmarks/candidates.py
+from candidates import (  # benchmarks/candidates.py
+    HEADERS,
+    seed_sql,
+    start_keystone_auth,
+    wait_up,
+)
 
 CASES: dict[str, dict[str, Any]] = {
     "two-cell": {
@@ -79,6 +88,8 @@ def main() -> int:
     parser.add_argument("--cells", type=int, default=2)
     parser.add_argument("--port", type=int, default=18779)
     parser.add_argument("--repeat", type=int, default=50)
+    parser.add_argument("--keystone", action="store_true", help="behind a real Keystone")
+    parser.add_argument("--keystone-port", type=int, default=18900)
     args = parser.parse_args()
 
     db_path = os.path.join(tempfile.mkdtemp(prefix="pn-bench-"), "bench.sqlite")
@@ -91,9 +102,17 @@ def main() -> int:
     hosts = seed_sql(db_path, args.hosts, args.cells)
     exe = str(Path(sys.executable).with_name("placement-numa"))
     command = [exe, "serve", "--port", str(args.port), "--workers", "1"]
-    command += ["--database-url", url, "--no-migrate", "--auth-strategy", "noauth2"]
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    command += ["--database-url", url, "--no-migrate"]
     base = f"http://127.0.0.1:{args.port}"
+    stack = contextlib.ExitStack()
+    auth = ["--auth-strategy", "noauth2"]
+    keystone = None
+    if args.keystone:
+        workdir = Path(db_path).parent
+        keystone, auth = start_keystone_auth(stack, workdir, args.keystone_port, base)
+    proc = subprocess.Popen(
+        [*command, *auth], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         wait_up(base, proc)
         with httpx.Client(base_url=base, timeout=600) as client:
@@ -108,6 +127,7 @@ def main() -> int:
             with ThreadPoolExecutor(16) as pool:
                 list(pool.map(put, hosts))
             print(f"fleet: {args.hosts} hosts x {args.cells} cells, distance matrix on each")
+            validations = keystone.validations() if keystone else 0
             print(f"{'case':<16}{'n':>6}{'different':>10}{'p50 ms':>10}{'p95 ms':>10}")
             cases = dict(CASES)
             if args.cells >= 8:
@@ -140,9 +160,13 @@ def main() -> int:
                         f"{name + ' GET':<16}{len(got):>6}{'':>10}"
                         f"{statistics.median(timings[1:]):>10.2f}"
                     )
+            if keystone:
+                timed = keystone.validations() - validations
+                print(f"Keystone token validations while the cases were timed: {timed}")
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+        stack.close()
     return 0
 
 
