@@ -15,6 +15,7 @@ import uuid as uuidlib
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
@@ -366,7 +367,7 @@ def test_abandoned_request_leaves_no_sql_running(
                     text("SELECT id FROM resource_providers WHERE uuid = :u FOR UPDATE"),
                     {"u": rp},
                 )
-                with server.client(timeout=0.5) as impatient, pytest.raises(Exception):
+                with server.client(timeout=0.5) as impatient, pytest.raises(httpx.ReadTimeout):
                     impatient.put(f"/resource_providers/{rp}", json={"name": "late"})
                 # Autocommit: PostgreSQL keeps one pg_stat_activity snapshot per transaction.
                 with holder.connect().execution_options(isolation_level="AUTOCOMMIT") as watcher:
