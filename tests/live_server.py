@@ -19,6 +19,24 @@ from types import TracebackType
 import httpx
 
 HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement 1.39"}
+# The loopback ports these tests may use; several test runs can share a machine.
+PORT_RANGE = range(19000, 19100)
+
+
+def free_port(preferred: int) -> int:
+    """``preferred`` if nothing listens there, else the next free port of ``PORT_RANGE``
+    (wrapping around), so concurrent test runs on one machine do not collide."""
+    import socket
+
+    ports = [p for p in PORT_RANGE if p >= preferred] + [p for p in PORT_RANGE if p < preferred]
+    for port in ports:
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port in 19000-19099")
 
 
 class LiveServer:
@@ -32,14 +50,18 @@ class LiveServer:
         log_path: Path | None = None,
     ) -> None:
         self.database_url = database_url
-        self.port = port
+        self.port = port  # the preferred port; start() moves to a free one
         self.workers = workers
         self.env = env or {}
-        self.base_url = f"http://127.0.0.1:{port}"
         self.log_path = log_path or Path(f"/tmp/placement-numa-serve-{port}.log")
         self.process: subprocess.Popen[bytes] | None = None
 
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
     def start(self, timeout: float = 120) -> LiveServer:
+        self.port = free_port(self.port)
         executable = (
             shutil.which("placement-numa", path=str(Path(sys.executable).parent))
             or "placement-numa"
@@ -72,7 +94,8 @@ class LiveServer:
         deadline = time.monotonic() + timeout
         while True:
             try:
-                if httpx.get(self.base_url + "/", timeout=1).status_code == 200:
+                up = httpx.get(self.base_url + "/", timeout=1).status_code == 200
+                if up and self.process.poll() is None and b"Uvicorn running" in self._log_bytes():
                     return self
             except httpx.HTTPError:
                 pass
@@ -80,6 +103,12 @@ class LiveServer:
                 self.stop()
                 raise RuntimeError(f"service did not start: {self.log()[-2000:]}")
             time.sleep(0.2)
+
+    def _log_bytes(self) -> bytes:
+        try:
+            return self.log_path.read_bytes()
+        except OSError:
+            return b""
 
     def log(self) -> str:
         try:

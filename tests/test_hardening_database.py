@@ -9,7 +9,6 @@ driver's error and the retry are real.
 
 from __future__ import annotations
 
-import os
 import time
 import uuid as uuidlib
 from collections.abc import Iterator
@@ -27,6 +26,7 @@ from placement_numa.settings import Settings
 from tests.backends import TestDatabase
 from tests.conftest import PlacementAPI
 from tests.factories import create_provider
+from tests.live_server import free_port
 from tests.tcp_proxy import TcpProxy
 
 HANG_BOUND_S = 30.0
@@ -57,9 +57,7 @@ def proxied(test_database: TestDatabase) -> Iterator[tuple[PlacementAPI, TcpProx
     """The app on ``test_database`` through a proxy the test can cut."""
     _server_only(test_database)
     url = make_url(test_database.url)
-    port = _PORTS[test_database.backend] + (
-        int(os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:]) * 2
-    )
+    port = free_port(_PORTS[test_database.backend])
     proxy = TcpProxy(port, url.port or (5432 if test_database.backend == "postgresql" else 3306))
     proxied_url = url.set(port=port).render_as_string(hide_password=False)
     settings = Settings(
@@ -349,7 +347,7 @@ def test_abandoned_request_leaves_no_sql_running(
     from tests.live_server import LiveServer
 
     _server_only(test_database)
-    port = 19021 + 2 * int(os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:])
+    port = 19021
     server = LiveServer(
         test_database.url,
         port,

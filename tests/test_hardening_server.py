@@ -66,14 +66,14 @@ def _healthy(server: LiveServer) -> None:
 
 
 def test_idle_connection_closed(server: LiveServer) -> None:
-    with socket.create_connection(("127.0.0.1", PORT)) as sock:
+    with socket.create_connection(("127.0.0.1", server.port)) as sock:
         seconds, _ = _closed_within(sock, HANG_BOUND_S)
     assert seconds < HANG_BOUND_S
     _healthy(server)
 
 
 def test_slow_headers_closed(server: LiveServer) -> None:
-    with socket.create_connection(("127.0.0.1", PORT)) as sock:
+    with socket.create_connection(("127.0.0.1", server.port)) as sock:
         sock.sendall(b"GET /resource_providers HTTP/1.1\r\nHost: x\r\n")
         started = time.monotonic()
         try:
@@ -89,7 +89,7 @@ def test_slow_headers_closed(server: LiveServer) -> None:
 
 
 def test_body_that_stops_is_408(server: LiveServer) -> None:
-    with socket.create_connection(("127.0.0.1", PORT)) as sock:
+    with socket.create_connection(("127.0.0.1", server.port)) as sock:
         sock.sendall(
             b"POST /resource_providers HTTP/1.1\r\nHost: x\r\nx-auth-token: admin\r\n"
             b'content-type: application/json\r\ncontent-length: 1000\r\n\r\n{"name": '
@@ -102,7 +102,7 @@ def test_body_that_stops_is_408(server: LiveServer) -> None:
 
 
 def test_promised_huge_body_refused_at_once(server: LiveServer) -> None:
-    with socket.create_connection(("127.0.0.1", PORT)) as sock:
+    with socket.create_connection(("127.0.0.1", server.port)) as sock:
         sock.sendall(
             b"POST /resource_providers HTTP/1.1\r\nHost: x\r\nx-auth-token: admin\r\n"
             b"content-type: application/json\r\ncontent-length: 10485760\r\n\r\n"
