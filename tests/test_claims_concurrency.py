@@ -24,6 +24,7 @@ Figures (claims, 409s by code, seconds) are printed per backend (``-s``).
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -61,7 +62,8 @@ Result = tuple[int, str, float, float, str]  # status, code, sent, received, con
 
 
 def _port() -> int:
-    for port in PORTS:
+    """A free port of ``PORTS``, tried in random order (xdist workers start at the same time)."""
+    for port in random.sample(list(PORTS), len(PORTS)):
         with socket.socket() as sock:
             try:
                 sock.bind(("127.0.0.1", port))
