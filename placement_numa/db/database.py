@@ -127,11 +127,14 @@ class Database:
 def bump_revision(conn: Connection) -> int:
     """Increment the single fleet revision counter inside the caller's transaction; returns the
     new revision (the row stays locked by this transaction until it ends)."""
-    conn.execute(
+    statement = (
         update(placement_revision)
         .where(placement_revision.c.id == 1)
         .values(revision=placement_revision.c.revision + 1)
     )
+    if conn.dialect.update_returning:  # PostgreSQL, SQLite: one round trip
+        return int(conn.execute(statement.returning(placement_revision.c.revision)).scalar_one())
+    conn.execute(statement)
     value = conn.execute(
         select(placement_revision.c.revision).where(placement_revision.c.id == 1)
     ).scalar()

@@ -179,13 +179,13 @@ def _old_provider_ids(conn: Connection, consumer_uuids: Sequence[str]) -> set[in
 def _resolve(
     conn: Connection, items: Sequence[ConsumerAllocation]
 ) -> tuple[dict[str, ProviderRow], dict[str, int]]:
-    """Providers by uuid and class ids by name; 400 ``BadRequest`` for unknown ones."""
+    """Providers by uuid and class ids by name (one query each); 400 ``BadRequest`` for the
+    first unknown one in request order."""
+    found = providers.get_by_uuids(conn, (u for item in items for u in item.resources))
     by_uuid: dict[str, ProviderRow] = {}
     for item in items:
         for provider_uuid in item.resources:
-            if provider_uuid in by_uuid:
-                continue
-            provider = providers.get_by_uuid(conn, provider_uuid)
+            provider = found.get(provider_uuid)
             if provider is None:
                 raise BadRequest(
                     f"Allocation for resource provider '{provider_uuid}' that does not exist."
@@ -228,23 +228,29 @@ def _check_generation(item: ConsumerAllocation, consumer: consumer_repo.Consumer
 
 
 def _prepare_consumer(
-    conn: Connection, item: ConsumerAllocation
+    conn: Connection, item: ConsumerAllocation, checked: consumer_repo.ConsumerRow | None
 ) -> consumer_repo.ConsumerRow | None:
     """Create or update the consumer of ``item`` and bump its generation (409 on mismatch).
+
+    ``checked``: the consumer as read when its generation was checked. When ``item`` names a
+    generation, that read is enough: the compare-and-swap of ``increment_generation`` (or the
+    unique key on creation) catches any writer that came in between. Otherwise the consumer is
+    read again, under the provider locks.
 
     Returns ``None`` for a new consumer whose allocations are empty (nothing to record).
     """
     project = item.project_id or INCOMPLETE_CONSUMER_ID
     user = item.user_id or INCOMPLETE_CONSUMER_ID
-    project_id = names.ensure_external_id(conn, "projects", project)
-    user_id = names.ensure_external_id(conn, "users", user)
+    project_id, user_id = names.ensure_owner_ids(conn, project, user)
     type_id = (
         consumer_repo.ensure_consumer_type(conn, item.consumer_type)
         if item.consumer_type is not None
         else None
     )
-    consumer = consumer_repo.get_by_uuid(conn, item.consumer_uuid)
-    _check_generation(item, consumer)
+    if item.check_generation:
+        consumer = checked
+    else:
+        consumer = consumer_repo.get_by_uuid(conn, item.consumer_uuid)
     if consumer is None:
         if not item.resources:
             return None
@@ -289,19 +295,22 @@ def replace_allocations(
     not fit. The caller's transaction must be rolled back on any of them.
     """
     items = sorted(consumer_allocations, key=lambda item: item.consumer_uuid)
-    for item in items:  # Placement reports a generation conflict before a bad provider or class
-        _check_generation(item, consumer_repo.get_by_uuid(conn, item.consumer_uuid))
-    by_uuid, class_ids = _resolve(conn, items)
     uuids = [item.consumer_uuid for item in items]
+    known = consumer_repo.get_by_uuids(conn, uuids)
+    for item in items:  # Placement reports a generation conflict before a bad provider or class
+        _check_generation(item, known.get(item.consumer_uuid))
+    by_uuid, class_ids = _resolve(conn, items)
 
-    # Locks: providers receiving allocations, plus providers of consumers being emptied.
+    # Locks: providers receiving allocations, plus providers of consumers being emptied; their
+    # generations are read under the locks, in the same statement.
     emptied = [item.consumer_uuid for item in items if not item.resources]
     emptied_provider_ids = _old_provider_ids(conn, emptied)
-    lock_ids = {p.id for p in by_uuid.values()} | emptied_provider_ids
-    providers.lock_providers(conn, sorted(lock_ids))
+    locked = providers.lock_generations(
+        conn, {p.id for p in by_uuid.values()} | emptied_provider_ids
+    )
 
     for item in items:
-        _prepare_consumer(conn, item)
+        _prepare_consumer(conn, item, known.get(item.consumer_uuid))
 
     # New amounts per (provider, class), and each single amount for min/max/step.
     wanted: dict[tuple[int, int], int] = defaultdict(int)
@@ -315,10 +324,16 @@ def replace_allocations(
 
     provider_ids = {p for p, _ in wanted}
     rc_ids = {c for _, c in wanted}
-    previous = _usage(conn, provider_ids, rc_ids)
-    changes.touch(conn, _old_provider_ids(conn, uuids) | provider_ids)
-    conn.execute(delete(allocations).where(allocations.c.consumer_id.in_(uuids)))
-    limits = _limits(conn, provider_ids, rc_ids)
+    old_rows = _delete_returning(conn, uuids)
+    changes.touch(conn, {p for p, _, _ in old_rows} | provider_ids)
+    limits, used = _limits_and_usage(conn, provider_ids, rc_ids)
+    # The usage before the write: what is left plus what this write deleted (None: no usage).
+    previous: dict[tuple[int, int], int] = dict(used)
+    for p, c, amount in old_rows:
+        if (p, c) in wanted:
+            previous[(p, c)] = previous.get((p, c), 0) + amount
+    if not check_capacity:
+        used = {}
 
     with_inventory = {p for p, _ in limits}
     for provider_uuid, provider in by_uuid.items():
@@ -331,7 +346,6 @@ def replace_allocations(
     # Placement's ``_check_capacity_exceeded``, allocation by allocation in request order: the
     # inventory must exist, the amount respect min/max/step, and the running sum per
     # (provider, class) fit, unless the result is no worse than the usage before the write.
-    used = _usage(conn, provider_ids, rc_ids) if check_capacity else {}
     running: dict[tuple[int, int], int] = defaultdict(int)
     for _, provider_uuid, rc, amount in singles:
         key = (by_uuid[provider_uuid].id, class_ids[rc])
@@ -372,18 +386,70 @@ def replace_allocations(
     if rows:
         conn.execute(insert(allocations), rows)
 
-    generations: dict[str, int] = {}
-    bump = {p.id: p for p in by_uuid.values()}
-    for provider_id in emptied_provider_ids - set(bump):
-        former = providers.get_by_id(conn, provider_id)
-        if former is not None:
-            bump[provider_id] = former
-    for provider_id in sorted(bump):
-        # Re-read under the row lock: the generation is current, the swap cannot fail.
-        provider = providers.get_by_id(conn, provider_id) or bump[provider_id]
-        generations[provider.uuid] = providers.increment_generation(conn, provider)
-    consumer_repo.delete_if_no_allocations(conn, uuids)
+    # Every provider locked above receives allocations or lost a consumer being emptied.
+    generations = providers.bump_generations(conn, locked)
+    with_rows = {row["consumer_id"] for row in rows}
+    consumer_repo.delete_if_no_allocations(conn, [u for u in uuids if u not in with_rows])
     return generations
+
+
+def _delete_returning(conn: Connection, uuids: Sequence[str]) -> list[tuple[int, int, int]]:
+    """Delete the allocations of ``uuids``; returns them as ``(provider_id, class_id, used)``
+    (``DELETE ... RETURNING`` where the database has it: one round trip)."""
+    statement = delete(allocations).where(allocations.c.consumer_id.in_(list(uuids)))
+    columns = (
+        allocations.c.resource_provider_id,
+        allocations.c.resource_class_id,
+        allocations.c.used,
+    )
+    if conn.dialect.delete_returning:
+        found = conn.execute(statement.returning(*columns)).all()
+    else:
+        found = conn.execute(
+            select(*columns).where(allocations.c.consumer_id.in_(list(uuids)))
+        ).all()
+        conn.execute(statement)
+    return [(int(p), int(c), int(u)) for p, c, u in found]
+
+
+def _limits_and_usage(
+    conn: Connection, provider_ids: Iterable[int], class_ids: Iterable[int]
+) -> tuple[dict[tuple[int, int], InventoryLimits], dict[tuple[int, int], int]]:
+    """``({(provider_id, class_id): InventoryLimits}, {(provider_id, class_id): sum(used)})``
+    for the inventories that exist among the given providers and classes, in one query (a key
+    without allocations is absent from the second map)."""
+    pids, cids = sorted(set(provider_ids)), sorted(set(class_ids))
+    if not pids or not cids:
+        return {}, {}
+    inv = inventories.c
+    usage = (
+        select(func.sum(allocations.c.used))
+        .where(
+            allocations.c.resource_provider_id == inv.resource_provider_id,
+            allocations.c.resource_class_id == inv.resource_class_id,
+        )
+        .scalar_subquery()
+    )
+    rows = conn.execute(
+        select(
+            inv.resource_provider_id,
+            inv.resource_class_id,
+            inv.total,
+            inv.reserved,
+            inv.min_unit,
+            inv.max_unit,
+            inv.step_size,
+            inv.allocation_ratio,
+            usage,
+        ).where(inv.resource_provider_id.in_(pids), inv.resource_class_id.in_(cids))
+    )
+    limits: dict[tuple[int, int], InventoryLimits] = {}
+    used: dict[tuple[int, int], int] = {}
+    for p, c, t, r, mn, mx, s, ratio, amount in rows:
+        limits[(p, c)] = InventoryLimits(int(t), int(r), int(mn), int(mx), int(s), float(ratio))
+        if amount is not None:
+            used[(p, c)] = int(amount)
+    return limits, used
 
 
 def delete_for_consumer(conn: Connection, consumer_uuid: str) -> bool:

@@ -23,6 +23,7 @@ from placement_numa.errors import ConcurrentUpdate
 __all__ = [
     "ConsumerRow",
     "get_by_uuid",
+    "get_by_uuids",
     "create",
     "ensure_consumer_type",
     "update_owner",
@@ -70,6 +71,15 @@ def get_by_uuid(conn: Connection, uuid: str) -> ConsumerRow | None:
     """The consumer ``uuid``, or ``None`` when it has no record."""
     row = conn.execute(_select().where(consumers.c.uuid == uuid)).mappings().first()
     return ConsumerRow(**row) if row else None
+
+
+def get_by_uuids(conn: Connection, uuids: Iterable[str]) -> dict[str, ConsumerRow]:
+    """``{uuid: ConsumerRow}`` of the consumers among ``uuids`` that have a record (one query)."""
+    wanted = sorted(set(uuids))
+    if not wanted:
+        return {}
+    rows = conn.execute(_select().where(consumers.c.uuid.in_(wanted))).mappings()
+    return {row["uuid"]: ConsumerRow(**row) for row in rows}
 
 
 def create(

@@ -9,11 +9,17 @@ from sqlalchemy import select
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
-from placement_numa.db.repositories.keys import find_or_insert_id
+from placement_numa.db.repositories.keys import find_or_insert_id, insert_or_find_id
 from placement_numa.db.repositories.providers import utcnow
 from placement_numa.db.tables import projects, resource_classes, traits, users
 
-__all__ = ["resource_class_ids", "resource_class_names", "trait_ids", "ensure_external_id"]
+__all__ = [
+    "resource_class_ids",
+    "resource_class_names",
+    "trait_ids",
+    "ensure_external_id",
+    "ensure_owner_ids",
+]
 
 
 def _lookup(
@@ -46,3 +52,20 @@ def ensure_external_id(conn: Connection, table_name: str, external_id: str) -> i
     creating the row on first use. Safe against a concurrent insert of the same id."""
     table = {"projects": projects, "users": users}[table_name]
     return find_or_insert_id(conn, table, "external_id", external_id, created_at=utcnow())
+
+
+def ensure_owner_ids(conn: Connection, project: str, user: str) -> tuple[int, int]:
+    """The internal ids of project ``project`` and user ``user`` (external ids), looked up in
+    one query and created on first use (safe against a concurrent insert of the same id)."""
+    found = conn.execute(
+        select(
+            select(projects.c.id).where(projects.c.external_id == project).scalar_subquery(),
+            select(users.c.id).where(users.c.external_id == user).scalar_subquery(),
+        )
+    ).one()
+    project_id, user_id = found
+    if project_id is None:
+        project_id = insert_or_find_id(conn, projects, "external_id", project, created_at=utcnow())
+    if user_id is None:
+        user_id = insert_or_find_id(conn, users, "external_id", user, created_at=utcnow())
+    return int(project_id), int(user_id)

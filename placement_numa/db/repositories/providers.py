@@ -31,6 +31,9 @@ __all__ = [
     "get_by_id",
     "increment_generation",
     "lock_providers",
+    "lock_generations",
+    "bump_generations",
+    "get_by_uuids",
     "try_lock_providers",
     "insert_provider",
     "update_provider",
@@ -110,6 +113,15 @@ def require_by_uuid(
     return provider
 
 
+def get_by_uuids(conn: Connection, uuids: Iterable[str]) -> dict[str, ProviderRow]:
+    """``{uuid: ProviderRow}`` of the providers among ``uuids`` that exist (one query)."""
+    wanted = sorted(set(uuids))
+    if not wanted:
+        return {}
+    rows = conn.execute(_select_providers().where(rp.c.uuid.in_(wanted))).mappings()
+    return {row["uuid"]: ProviderRow(**row) for row in rows}
+
+
 def get_by_id(conn: Connection, provider_id: int) -> ProviderRow | None:
     """The provider with internal id ``provider_id``, or ``None``."""
     row = conn.execute(_select_providers().where(rp.c.id == provider_id)).mappings().first()
@@ -150,6 +162,38 @@ def lock_providers(conn: Connection, provider_ids: list[int]) -> None:
         .order_by(rp.c.id)
         .with_for_update()
     ).all()
+
+
+def lock_generations(conn: Connection, provider_ids: Iterable[int]) -> dict[int, tuple[str, int]]:
+    """Lock the provider rows as ``lock_providers`` does and read them in the same statement:
+    ``{id: (uuid, generation)}`` of those that exist. The generations stay current until the
+    transaction ends (SQLite: its writers are serialised by ``BEGIN IMMEDIATE``)."""
+    wanted = sorted(set(provider_ids))
+    if not wanted:
+        return {}
+    statement = select(rp.c.id, rp.c.uuid, rp.c.generation).where(rp.c.id.in_(wanted))
+    if conn.dialect.name != "sqlite":
+        statement = statement.order_by(rp.c.id).with_for_update()
+    return {int(i): (str(u), int(g)) for i, u, g in conn.execute(statement)}
+
+
+def bump_generations(conn: Connection, locked: dict[int, tuple[str, int]]) -> dict[str, int]:
+    """Increment the generation of every provider in ``locked`` (``lock_generations``'s answer,
+    read under the row locks this transaction still holds) in one ``UPDATE``; returns
+    ``{uuid: new_generation}``. Raises ``ConcurrentUpdate`` (409) if a row moved anyway."""
+    if not locked:
+        return {}
+    result = conn.execute(
+        update(rp)
+        .where(rp.c.id.in_(sorted(locked)))
+        .values(generation=rp.c.generation + 1, updated_at=utcnow())
+    )
+    if result.rowcount != len(locked):
+        raise ConcurrentUpdate(
+            "resource provider generation conflict: a provider changed while locked."
+            " Please update the generation and try again."
+        )
+    return {uuid: generation + 1 for uuid, generation in locked.values()}
 
 
 def try_lock_providers(conn: Connection, provider_ids: list[int]) -> bool:
