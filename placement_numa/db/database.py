@@ -124,14 +124,17 @@ class Database:
         self.engine.dispose()
 
 
+_BUMP_REVISION = (
+    update(placement_revision)
+    .where(placement_revision.c.id == 1)
+    .values(revision=placement_revision.c.revision + 1)
+)
+
+
 def bump_revision(conn: Connection) -> int:
     """Increment the single fleet revision counter inside the caller's transaction; returns the
     new revision (the row stays locked by this transaction until it ends)."""
-    statement = (
-        update(placement_revision)
-        .where(placement_revision.c.id == 1)
-        .values(revision=placement_revision.c.revision + 1)
-    )
+    statement = _BUMP_REVISION
     if conn.dialect.update_returning:  # PostgreSQL, SQLite: one round trip
         return int(conn.execute(statement.returning(placement_revision.c.revision)).scalar_one())
     conn.execute(statement)

@@ -70,6 +70,12 @@ class ProviderRow:
 
 
 def _select_providers() -> Select[Any]:
+    """The provider columns with parent and root uuids (built once: a ``Select`` is immutable,
+    and building the aliases took a fifth of a provider creation's CPU)."""
+    return _PROVIDERS_SELECT
+
+
+def _build_select_providers() -> Select[Any]:
     parent = aliased(rp, name="parent")
     root = aliased(rp, name="root")
     return (
@@ -89,6 +95,9 @@ def _select_providers() -> Select[Any]:
         .outerjoin(parent, parent.c.id == rp.c.parent_provider_id)
         .outerjoin(root, root.c.id == rp.c.root_provider_id)
     )
+
+
+_PROVIDERS_SELECT = _build_select_providers()
 
 
 def get_by_uuid(conn: Connection, uuid: str) -> ProviderRow | None:
