@@ -11,8 +11,9 @@ a new consumer, PUT /allocations replacing a consumer's allocations):
   PostgreSQL server's CPU);
 * wall ms per request (p50).
 
-Then (unless ``--no-http``) it serves the app with ``placement-numa serve`` on ``--port`` (2
-workers) and runs ``--writers`` PUT /allocations from 4 threads (``side_by_side.writers``):
+Then (unless ``--no-http``) it serves a second fresh database with ``placement-numa serve`` on
+``--port`` (2 workers), seeds the same fleet over HTTP from 16 threads (``side_by_side.seed``:
+providers/s) and runs ``--writers`` PUT /allocations from 4 threads (``side_by_side.writers``):
 writes/s, p50, p99, max.
 
     python benchmarks/writes.py --hosts 20 --cells 2 --writers 400 --port 19500
@@ -31,7 +32,13 @@ from typing import Any
 
 from candidates import HEADERS  # benchmarks/candidates.py
 from fastapi.testclient import TestClient
-from side_by_side import ours, postgres_database, seed_host, writers  # benchmarks/side_by_side.py
+from side_by_side import (
+    ours,
+    postgres_database,
+    seed,
+    seed_host,
+    writers,
+)  # benchmarks/side_by_side.py
 from sqlalchemy import event
 
 from placement_numa.app import create_app, prepare_database
@@ -161,10 +168,15 @@ def main() -> int:
     args = parser.parse_args()
     with postgres_database(f"pn_writes_bench_{args.port}") as url:
         prepare_database(Settings(database_url=url))
-        found = in_process(url, args.hosts, args.cells, args.show_sql)
-        if not args.no_http:
-            with ours(args.port, url) as base:
-                print(f"4 writers over HTTP: {writers(base, found, args.writers)}")
+        in_process(url, args.hosts, args.cells, args.show_sql)
+    if args.no_http:
+        return 0
+    with postgres_database(f"pn_writes_http_{args.port}") as url:
+        prepare_database(Settings(database_url=url))
+        with ours(args.port, url) as base:
+            found, rate = seed(base, args.hosts, args.cells)
+            print(f"seeding over HTTP (16 threads, 2 workers): {rate:.0f} providers/s")
+            print(f"4 writers over HTTP: {writers(base, found, args.writers)}")
     return 0
 
 
