@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Select, delete, insert, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
@@ -90,21 +92,33 @@ def create(
     Returns ``None`` when a concurrent writer created the same consumer first (the unique key
     fired); the caller decides whether that is a generation conflict.
     """
+    values = {
+        "uuid": uuid,
+        "project_id": project_id,
+        "user_id": user_id,
+        "generation": 0,
+        "consumer_type_id": consumer_type_id,
+        "created_at": utcnow(),
+    }
+    if conn.dialect.name in _ON_CONFLICT and conn.dialect.insert_returning:  # no savepoint
+        statement = (
+            _ON_CONFLICT[conn.dialect.name](consumers)
+            .values(**values)
+            .on_conflict_do_nothing(index_elements=[consumers.c.uuid])
+            .returning(consumers.c.id)
+        )
+        if conn.execute(statement).scalar() is None:
+            return None
+        return get_by_uuid(conn, uuid)
     try:
         with conn.begin_nested():
-            conn.execute(
-                insert(consumers).values(
-                    uuid=uuid,
-                    project_id=project_id,
-                    user_id=user_id,
-                    generation=0,
-                    consumer_type_id=consumer_type_id,
-                    created_at=utcnow(),
-                )
-            )
+            conn.execute(insert(consumers).values(**values))
     except IntegrityError:
         return None
     return get_by_uuid(conn, uuid)
+
+
+_ON_CONFLICT: dict[str, Any] = {"postgresql": pg_insert, "sqlite": sqlite_insert}
 
 
 def ensure_consumer_type(conn: Connection, name: str) -> int:
