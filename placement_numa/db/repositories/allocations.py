@@ -260,6 +260,7 @@ def _prepare_consumer(
             project_id=project_id,
             user_id=user_id,
             consumer_type_id=type_id,
+            names=(project, user, item.consumer_type),
         )
         if consumer is None:  # a concurrent writer created it first
             consumer = consumer_repo.get_by_uuid(conn, item.consumer_uuid)

@@ -85,9 +85,18 @@ def get_by_uuids(conn: Connection, uuids: Iterable[str]) -> dict[str, ConsumerRo
 
 
 def create(
-    conn: Connection, uuid: str, *, project_id: int, user_id: int, consumer_type_id: int | None
+    conn: Connection,
+    uuid: str,
+    *,
+    project_id: int,
+    user_id: int,
+    consumer_type_id: int | None,
+    names: tuple[str, str, str | None] | None = None,
 ) -> ConsumerRow | None:
     """Insert consumer ``uuid`` at generation 0 and return it.
+
+    ``names``: the project and user external ids and the consumer type name of the ids given,
+    when the caller knows them (the row is then built without reading it back).
 
     Returns ``None`` when a concurrent writer created the same consumer first (the unique key
     fired); the caller decides whether that is a generation conflict.
@@ -107,8 +116,22 @@ def create(
             .on_conflict_do_nothing(index_elements=[consumers.c.uuid])
             .returning(consumers.c.id)
         )
-        if conn.execute(statement).scalar() is None:
+        new_id = conn.execute(statement).scalar()
+        if new_id is None:
             return None
+        if names is not None:
+            project, user, type_name = names
+            return ConsumerRow(
+                int(new_id),
+                uuid,
+                0,
+                project_id,
+                user_id,
+                project,
+                user,
+                consumer_type_id,
+                type_name,
+            )
         return get_by_uuid(conn, uuid)
     try:
         with conn.begin_nested():
