@@ -8,7 +8,19 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Select, and_, case, delete, func, insert, literal, select, update
+from sqlalchemy import (
+    BigInteger,
+    Select,
+    and_,
+    case,
+    delete,
+    func,
+    insert,
+    literal,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import aliased
 
@@ -226,10 +238,18 @@ def try_lock_providers(conn: Connection, provider_ids: list[int]) -> bool:
 def uuid_or_name_taken(conn: Connection, *, uuid: str | None, name: str | None) -> list[str]:
     """Which of ``uuid`` / ``name`` already belong to a provider: ``["uuid: ...", "name: ..."]``
     (Placement's wording in its duplicate message), empty when neither."""
+    conditions = []
+    if uuid is not None:
+        conditions.append(rp.c.uuid == uuid)
+    if name is not None:
+        conditions.append(rp.c.name == name)
+    if not conditions:
+        return []
+    found = conn.execute(select(rp.c.uuid, rp.c.name).where(or_(*conditions)).limit(2)).all()
     taken = []
-    if uuid is not None and conn.execute(select(rp.c.id).where(rp.c.uuid == uuid)).first():
+    if uuid is not None and any(row_uuid == uuid for row_uuid, _ in found):
         taken.append(f"uuid: {uuid}")
-    if name is not None and conn.execute(select(rp.c.id).where(rp.c.name == name)).first():
+    if name is not None and any(row_name == name for _, row_name in found):
         taken.append(f"name: {name}")
     return taken
 
