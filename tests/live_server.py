@@ -12,11 +12,12 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 from types import TracebackType
 
 import httpx
+
+from tests.servers import stop_process, wait_until_up
 
 HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement 1.39"}
 # The loopback ports these tests may use; several test runs can share a machine.
@@ -91,18 +92,18 @@ class LiveServer:
                 stderr=subprocess.STDOUT,
                 env=environment,
             )
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                up = httpx.get(self.base_url + "/", timeout=1).status_code == 200
-                if up and self.process.poll() is None and b"Uvicorn running" in self._log_bytes():
-                    return self
-            except httpx.HTTPError:
-                pass
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"service did not start: {self.log()[-2000:]}")
-            time.sleep(0.2)
+        try:
+            wait_until_up(
+                self.process,
+                self.base_url,
+                self.log_path,
+                timeout,
+                ready=lambda: b"Uvicorn running" in self._log_bytes(),
+            )
+        except AssertionError as exc:
+            self.stop()
+            raise RuntimeError(str(exc)) from exc
+        return self
 
     def _log_bytes(self) -> bytes:
         try:
@@ -131,14 +132,8 @@ class LiveServer:
 
     def stop(self) -> None:
         process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if process is not None:
+            stop_process(process)
 
     def __enter__(self) -> LiveServer:
         return self.start()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,21 +66,44 @@ def running(
     base_url = f"http://127.0.0.1:{port}"
     service = RunningService(process, base_url, log)
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                if httpx.get(base_url + "/", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"service did not start: {service.log_text()[-3000:]}")
-            time.sleep(0.2)
+        wait_until_up(process, base_url, log, timeout)
         yield service
     finally:
-        process.terminate()
+        stop_process(process)
+
+
+def wait_until_up(
+    process: subprocess.Popen[bytes],
+    base_url: str,
+    log: Path,
+    timeout: float = 120.0,
+    ready: Callable[[], bool] | None = None,
+) -> None:
+    """Poll ``base_url + "/"`` until it answers 200 (and ``ready()`` holds, when given).
+    Raises ``AssertionError`` with the log's tail if ``process`` exits or ``timeout`` (s) passes;
+    the default is generous because a loaded 2-core machine starts several workers slowly."""
+    deadline = time.monotonic() + timeout
+    while True:
         try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+            if httpx.get(base_url + "/", timeout=5).status_code == 200 and (
+                ready is None or ready()
+            ):
+                return
+        except httpx.HTTPError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            tail = log.read_text(errors="replace")[-3000:] if log.exists() else ""
+            raise AssertionError(f"service did not start: {tail}")
+        time.sleep(0.2)
+
+
+def stop_process(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL after 15 s; waits for the exit either way."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

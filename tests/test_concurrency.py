@@ -35,6 +35,7 @@ import pytest
 from placement_numa.app import prepare_database
 from placement_numa.settings import Settings
 from tests.backends import BACKENDS, TestDatabase, create_database, drop_database, in_ci
+from tests.servers import stop_process, wait_until_up
 
 pytestmark = pytest.mark.slow
 
@@ -163,24 +164,10 @@ def service(
         )
     base_url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(base_url + "/", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"service did not start: {log.read_text()[-2000:]}")
-            time.sleep(0.2)
+        wait_until_up(process, base_url, log, 120)
         yield backend, base_url, db.url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
         drop_database(db)
 
 
