@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy.exc import DBAPIError
-
 from placement_numa.db.database import Database
 from placement_numa.db.repositories import allocations as allocation_repo
 from placement_numa.db.repositories import consumers as consumer_repo
@@ -29,7 +27,6 @@ __all__ = [
     "get_for_provider",
     "replace",
     "delete_for_consumer",
-    "is_deadlock",
 ]
 
 
@@ -71,17 +68,6 @@ def get_for_provider(*, database: Database, provider_uuid: str) -> ProviderAlloc
             )
         rows = allocation_repo.get_by_provider(conn, provider.id)
     return ProviderAllocations(provider, rows)
-
-
-def is_deadlock(exc: DBAPIError) -> bool:
-    """True for a deadlock the database broke by rolling one transaction back (PostgreSQL
-    ``40P01``, MariaDB/MySQL error 1213). Engines built by ``Database`` already turn these into
-    ``RetryableDatabaseError`` (``db.resilience``), which re-runs the whole request."""
-    orig = exc.orig
-    if getattr(orig, "sqlstate", None) == "40P01":  # psycopg 3
-        return True
-    args: tuple[object, ...] = getattr(orig, "args", ())
-    return bool(args) and args[0] == 1213
 
 
 def replace(*, database: Database, consumer_allocations: Sequence[ConsumerAllocation]) -> None:

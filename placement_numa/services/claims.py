@@ -19,7 +19,7 @@ the service, so the race is settled under the provider row locks instead of over
    locked are then tried again, waiting for their locks;
 4. if nothing in the window could be claimed (every candidate was taken since the search), the
    search runs again on a fresh snapshot (at most ``MAX_ROUNDS`` times; a deadlock the database
-   breaks also just starts a new round).
+   breaks re-runs the whole request, as for any write: ``api/db_retry.py``).
 
 Answers: ``Claimed`` (the candidate written, the consumer's new generation, up to
 ``alternates`` other candidates on other hosts, best first, for Nova's alternate hosts).
@@ -42,7 +42,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import DBAPIError
 
 from placement_numa.db.database import Database
 from placement_numa.db.repositories import allocations as allocation_repo
@@ -56,7 +55,6 @@ from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.numa.ranking import rank_key
 from placement_numa.numa.translate import translate
 from placement_numa.services import numa_candidates
-from placement_numa.services.allocations import is_deadlock
 from placement_numa.services.numa_candidates import NumaOptions, RankedCandidate
 
 __all__ = [
@@ -305,10 +303,6 @@ def claim(
                 generation = consumer.generation if consumer is not None else 0
         except _NothingClaimed as nothing:
             attempts += nothing.attempts
-            continue
-        except DBAPIError as exc:
-            if not is_deadlock(exc):
-                raise
             continue
         return Claimed(
             chosen=chosen,
