@@ -96,8 +96,12 @@ def set_provider_traits(
     """
     wanted = set(names)
     with database.write() as conn:
+        # Lock the provider row and read its generation under the lock: a write whose trait set
+        # turns out unchanged (no compare-and-swap below) must still see a concurrent writer's
+        # generation, or two writers at one generation would both get 200.
         provider = providers.require_by_uuid(conn, provider_uuid)
-        if provider.generation != generation:
+        locked = providers.lock_generations(conn, [provider.id])
+        if provider.id not in locked or locked[provider.id][1] != generation:
             raise ConcurrentUpdate(
                 "Resource provider's generation already changed. Please update the generation"
                 " and try again."
@@ -106,11 +110,11 @@ def set_provider_traits(
         missing = wanted - {row.name for row in rows}
         if missing:
             raise BadRequest(f"No such trait {', '.join(sorted(missing))}")
-        new_generation = provider.generation
+        new_generation = generation
         wanted_ids = {row.id for row in rows}
         if wanted_ids != {row.id for row in repo.provider_traits(conn, provider.id)}:
             # Compare-and-swap first: a concurrent writer on this provider waits, then gets 409.
-            new_generation = providers.increment_generation(conn, provider)
+            new_generation = providers.increment_generation(conn, provider, generation)
             repo.set_provider_traits(conn, provider.id, wanted_ids)
     return new_generation, rows
 
