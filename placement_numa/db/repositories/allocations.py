@@ -116,54 +116,6 @@ def get_by_provider(conn: Connection, provider_id: int) -> list[ProviderAllocati
     return [ProviderAllocationRow(*row) for row in rows]
 
 
-def _usage(
-    conn: Connection, provider_ids: Iterable[int], class_ids: Iterable[int]
-) -> dict[tuple[int, int], int]:
-    """``{(provider_id, class_id): sum(used)}`` over the given providers and classes."""
-    pids, cids = sorted(set(provider_ids)), sorted(set(class_ids))
-    if not pids or not cids:
-        return {}
-    rows = conn.execute(
-        select(
-            allocations.c.resource_provider_id,
-            allocations.c.resource_class_id,
-            func.sum(allocations.c.used),
-        )
-        .where(
-            allocations.c.resource_provider_id.in_(pids),
-            allocations.c.resource_class_id.in_(cids),
-        )
-        .group_by(allocations.c.resource_provider_id, allocations.c.resource_class_id)
-    )
-    return {(p, c): int(used or 0) for p, c, used in rows}
-
-
-def _limits(
-    conn: Connection, provider_ids: Iterable[int], class_ids: Iterable[int]
-) -> dict[tuple[int, int], InventoryLimits]:
-    """``{(provider_id, class_id): InventoryLimits}`` for the inventories that exist."""
-    pids, cids = sorted(set(provider_ids)), sorted(set(class_ids))
-    if not pids or not cids:
-        return {}
-    inv = inventories.c
-    rows = conn.execute(
-        select(
-            inv.resource_provider_id,
-            inv.resource_class_id,
-            inv.total,
-            inv.reserved,
-            inv.min_unit,
-            inv.max_unit,
-            inv.step_size,
-            inv.allocation_ratio,
-        ).where(inv.resource_provider_id.in_(pids), inv.resource_class_id.in_(cids))
-    )
-    return {
-        (p, c): InventoryLimits(int(t), int(r), int(mn), int(mx), int(s), float(ratio))
-        for p, c, t, r, mn, mx, s, ratio in rows
-    }
-
-
 def _old_provider_ids(conn: Connection, consumer_uuids: Sequence[str]) -> set[int]:
     if not consumer_uuids:
         return set()
