@@ -374,10 +374,19 @@ def encode_candidates(
             summary(index)
             for index in sorted({p for c in result.candidates for p, _, _ in c.allocations})
         ]
-    return (
-        b'{"allocation_requests":['
-        + b",".join(items)
-        + b'],"provider_summaries":{'
-        + b",".join(summaries)
-        + b"}}"
-    )
+    # one copy of the (often megabytes long) body: a single join over every piece
+    pieces = [b'{"allocation_requests":[']
+    pieces += _separated(items)
+    pieces.append(b'],"provider_summaries":{')
+    pieces += _separated(summaries)
+    pieces.append(b"}}")
+    return b"".join(pieces)
+
+
+def _separated(fragments: list[bytes]) -> list[bytes]:
+    """``fragments`` with ``b","`` between each two (for one ``b"".join`` of a whole body)."""
+    if not fragments:
+        return []
+    spaced = [b","] * (2 * len(fragments) - 1)
+    spaced[::2] = fragments
+    return spaced
