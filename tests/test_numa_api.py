@@ -297,6 +297,26 @@ def check_query_form_and_errors(api: PlacementAPI, fleet: dict[str, Any]) -> Non
     )
     assert len(body["allocation_requests"]) == 5
     assert all(r["numa"]["width"] == 1 for r in body["allocation_requests"])
+    # two groups free to land on one cell (group_policy=none): their amounts are summed per
+    # provider, as GET /allocation_candidates does
+    shared = post(
+        api,
+        query={
+            "resources_A": "PCPU:1",
+            "required_A": "HW_NUMA_ROOT",
+            "resources_B": "PCPU:1",
+            "required_B": "HW_NUMA_ROOT",
+            "group_policy": "none",
+        },
+        limit=1000,
+    )
+    same_cell = [
+        r for r in shared["allocation_requests"] if r["mappings"]["_A"] == r["mappings"]["_B"]
+    ]
+    assert same_cell
+    assert all(
+        r["allocations"][r["mappings"]["_A"][0]]["resources"] == {"PCPU": 2} for r in same_cell
+    )
     bad = api.post(
         "/allocation_candidates",
         json={"flavor": {"vcpus": 4, "memory_mb": 4096, "extra_specs": {"hw:numa_nodes": "3"}}},

@@ -22,7 +22,6 @@ others first (retry).
 from __future__ import annotations
 
 import uuid as uuidlib
-from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 
@@ -31,30 +30,17 @@ from placement_numa.api.deps import DatabaseDep, JsonBody, VersionDep, body_doc,
 from placement_numa.api.deps import validate as validate_body
 from placement_numa.api.engine_dep import EngineDep
 from placement_numa.api.responses import PlacementJSONResponse, json_response
-from placement_numa.api.routers.numa_candidates import _numa_block
 from placement_numa.api.schemas.claims import ClaimBody
 from placement_numa.api.schemas.numa_candidates import query_from_json
+from placement_numa.api.schemas.ranked_candidates import allocation_request
 from placement_numa.errors import BadRequest
 from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.services import claims as service
-from placement_numa.services.numa_candidates import NumaOptions, RankedCandidate
+from placement_numa.services.numa_candidates import NumaOptions
 
 __all__ = ["router"]
 
 router = APIRouter(tags=["allocation candidates"])
-
-
-def _allocation_request(ranked: RankedCandidate) -> dict[str, Any]:
-    """One candidate as an allocation request (1.39 shape) with its ``numa`` block."""
-    providers = ranked.fleet.providers
-    allocations: dict[str, dict[str, dict[str, int]]] = {}
-    for index, rc, amount in ranked.candidate.allocations:
-        resources = allocations.setdefault(providers[index].uuid, {"resources": {}})["resources"]
-        resources[rc] = resources.get(rc, 0) + amount
-    mappings = {
-        g.suffix or "": [providers[p].uuid for p in g.providers] for g in ranked.candidate.groups
-    }
-    return {"allocations": allocations, "mappings": mappings, "numa": _numa_block(ranked)}
 
 
 @router.post(
@@ -128,8 +114,8 @@ def post_claim(
     answer = {
         "consumer_uuid": claim.consumer_uuid,
         "consumer_generation": claimed.consumer_generation,
-        "allocation_request": _allocation_request(claimed.chosen),
-        "alternates": [_allocation_request(r) for r in claimed.alternates],
+        "allocation_request": allocation_request(claimed.chosen),
+        "alternates": [allocation_request(r) for r in claimed.alternates],
         "claim": {"attempts": claimed.attempts, "rounds": claimed.rounds},
     }
     return json_response(answer, version, cache=False)

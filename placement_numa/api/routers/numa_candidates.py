@@ -18,8 +18,6 @@ null scores. Errors: 400 ``placement_numa.flavor.invalid`` naming the offending 
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Depends
 
 from placement_numa.api import microversion as mv
@@ -35,61 +33,13 @@ from placement_numa.api.engine_dep import EngineDep
 from placement_numa.api.limits import LimitsDep, check_candidate_query
 from placement_numa.api.responses import PlacementJSONResponse, json_response
 from placement_numa.api.schemas.numa_candidates import NumaCandidatesBody, query_from_json
+from placement_numa.api.schemas.ranked_candidates import render_ranked
 from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.services import numa_candidates as service
 
 __all__ = ["router"]
 
 router = APIRouter(tags=["allocation candidates"])
-
-
-def _numa_block(ranked: service.RankedCandidate) -> dict[str, Any]:
-    score = ranked.score
-    return {
-        "host": ranked.host,
-        "cells": list(score.cells.ids) if score else [],
-        "width": score.width if score else None,
-        "average_distance": round(score.average_distance, 4) if score else None,
-        "spread": round(score.spread, 4) if score else None,
-        "fallback": ranked.fallback,
-        "explain": ranked.explain,
-    }
-
-
-def _render(found: list[service.RankedCandidate]) -> dict[str, Any]:
-    requests: list[dict[str, Any]] = []
-    summaries: dict[str, Any] = {}
-    for ranked in found:
-        fleet, candidate = ranked.fleet, ranked.candidate
-        providers = fleet.providers
-        allocations: dict[str, dict[str, dict[str, int]]] = {}
-        for index, rc, amount in candidate.allocations:
-            allocations.setdefault(providers[index].uuid, {"resources": {}})["resources"][rc] = (
-                amount
-            )
-        mappings = {
-            g.suffix or "": [providers[p].uuid for p in g.providers] for g in candidate.groups
-        }
-        requests.append(
-            {"allocations": allocations, "mappings": mappings, "numa": _numa_block(ranked)}
-        )
-        for root in {providers[p].root for p, _, _ in candidate.allocations}:
-            for index in fleet.tree[root]:
-                info = providers[index]
-                if info.uuid in summaries:
-                    continue
-                summaries[info.uuid] = {
-                    "resources": {
-                        rc: {"capacity": inv.capacity, "used": inv.used}
-                        for rc, inv in sorted(info.inventories.items())
-                    },
-                    "traits": sorted(info.traits),
-                    "parent_provider_uuid": providers[info.parent].uuid
-                    if info.parent >= 0
-                    else None,
-                    "root_provider_uuid": providers[info.root].uuid,
-                }
-    return {"allocation_requests": requests, "provider_summaries": summaries}
 
 
 @router.post(
@@ -127,4 +77,4 @@ def post_allocation_candidates(
         found = service.query_candidates(
             database=database, engine=engine, query=query, options=options
         )
-    return json_response(_render(found), version, cache=False)
+    return json_response(render_ranked(found), version, cache=False)
