@@ -171,6 +171,15 @@ class Settings(BaseSettings):
         ),
         json_schema_extra=conf_option("placement", "max_resource_classes_per_group"),
     )
+    max_batch_providers: int = Field(
+        default=1000,
+        ge=1,
+        description=(
+            "Most providers in one POST /resource_providers/batch"
+            " (400 placement.limit.batch_providers)."
+        ),
+        json_schema_extra=conf_option("api", "max_batch_providers"),
+    )
 
     # Database: connection pool per worker process, timeouts, retries (oslo.db's option names).
     max_pool_size: int = Field(

@@ -7,7 +7,9 @@ with its own stable code, or a 413 for the body size (``api/request_guard.py``):
   ``placement.limit.request_groups``;
 * ``max_resource_classes_per_group``: classes of each group and of ``resources=`` on
   ``/resource_providers``: ``placement.limit.resource_classes``;
-* ``max_json_depth``: nesting of every JSON body: ``placement.limit.json_depth``.
+* ``max_json_depth``: nesting of every JSON body: ``placement.limit.json_depth``;
+* ``max_batch_providers``: providers of one ``POST /resource_providers/batch``:
+  ``placement.limit.batch_providers``.
 
 JSON bodies are also refused when a string (or key) holds a NUL character: no Placement value
 may contain one and PostgreSQL cannot store it.
@@ -30,6 +32,7 @@ __all__ = [
     "get_limits",
     "check_candidate_query",
     "check_resource_classes",
+    "check_batch_size",
     "check_json",
 ]
 
@@ -41,6 +44,7 @@ class RequestLimits:
     max_request_groups: int = 64
     max_resource_classes_per_group: int = 64
     max_json_depth: int = 32
+    max_batch_providers: int = 1000
 
     @classmethod
     def from_settings(cls, settings: Any) -> RequestLimits:
@@ -52,6 +56,9 @@ class RequestLimits:
                 settings, "max_resource_classes_per_group", default.max_resource_classes_per_group
             ),
             max_json_depth=getattr(settings, "max_json_depth", default.max_json_depth),
+            max_batch_providers=getattr(
+                settings, "max_batch_providers", default.max_batch_providers
+            ),
         )
 
 
@@ -77,6 +84,17 @@ def check_resource_classes(count: int, limits: RequestLimits, where: str) -> Non
             f" {limits.max_resource_classes_per_group} are allowed per request group"
             " ([placement] max_resource_classes_per_group).",
             code="placement.limit.resource_classes",
+        )
+
+
+def check_batch_size(count: int, limits: RequestLimits) -> None:
+    """Raise ``LimitExceeded`` (``placement.limit.batch_providers``) when one batch creates more
+    than ``max_batch_providers`` providers."""
+    if count > limits.max_batch_providers:
+        raise LimitExceeded(
+            f"The batch creates {count} resource providers; at most"
+            f" {limits.max_batch_providers} are allowed per request ([api] max_batch_providers).",
+            code="placement.limit.batch_providers",
         )
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "update_inventory",
     "delete_inventory",
     "delete_inventories",
+    "check_inventory_capacity",
 ]
 
 LOG = logging.getLogger(__name__)
@@ -84,7 +85,9 @@ def set_inventories(
         provider = providers.require_by_uuid(conn, provider_uuid)
         _check_generation(provider, generation)
         for name, fields in inventories.items():
-            _check_capacity("update", name, provider.uuid, fields, reserved_may_equal_total)
+            check_inventory_capacity(
+                "update", name, provider.uuid, fields, reserved_may_equal_total
+            )
         new_generation = providers.increment_generation(conn, provider)
         try:
             exceeded = repo.replace_inventories(conn, provider, inventories)
@@ -94,7 +97,7 @@ def set_inventories(
     return new_generation
 
 
-def _check_capacity(
+def check_inventory_capacity(
     action: str,
     resource_class: str,
     provider_uuid: str,
@@ -132,7 +135,9 @@ def create_inventory(
     with database.write() as conn:
         provider = providers.require_by_uuid(conn, provider_uuid)
         prefix = f"Unable to create inventory for resource provider {provider.uuid}"
-        _check_capacity("create", resource_class, provider.uuid, fields, reserved_may_equal_total)
+        check_inventory_capacity(
+            "create", resource_class, provider.uuid, fields, reserved_may_equal_total
+        )
         class_id = names.resource_class_ids(conn, [resource_class]).get(resource_class)
         if class_id is None:
             raise BadRequest(f"{prefix}: No such resource class {resource_class}.")
@@ -170,7 +175,9 @@ def update_inventory(
     with database.write() as conn:
         provider = providers.require_by_uuid(conn, provider_uuid)
         _check_generation(provider, generation)
-        _check_capacity("update", resource_class, provider.uuid, fields, reserved_may_equal_total)
+        check_inventory_capacity(
+            "update", resource_class, provider.uuid, fields, reserved_may_equal_total
+        )
         class_id = names.resource_class_ids(conn, [resource_class]).get(resource_class)
         if class_id is None:
             raise NotFound(f"No such resource class {resource_class}.")

@@ -35,6 +35,11 @@ __all__ = [
     "create_provider",
     "update_provider",
     "delete_provider",
+    "create_refused",
+    "duplicate",
+    "NAME_REQUIRED",
+    "PARENT_IS_SELF",
+    "NO_PARENT",
 ]
 
 
@@ -126,37 +131,45 @@ def create_provider(
     ``DuplicateName`` (409, ``placement.duplicate_name``) when the uuid or name is taken.
     """
     uuid = str(uuidlib.UUID(uuid)) if uuid else str(uuidlib.uuid4())
-
-    def refuse(reason: str) -> BadRequest:
-        return BadRequest(
-            f'Unable to create resource provider "{name}", {uuid}: Object action create failed'
-            f" because: {reason}"
-        )
-
     if not name:
-        raise refuse("name is required")
+        raise create_refused(name, uuid, NAME_REQUIRED)
     with database.write() as conn:
         parent: ProviderRow | None = None
         if parent_uuid is not None:
             if parent_uuid == uuid:
-                raise refuse(
-                    "parent provider UUID cannot be same as UUID. Please set parent provider"
-                    " UUID to None if there is no parent."
-                )
+                raise create_refused(name, uuid, PARENT_IS_SELF)
             parent = repo.get_by_uuid(conn, _canonical(parent_uuid))
             if parent is None:
-                raise refuse("parent provider UUID does not exist.")
+                raise create_refused(name, uuid, NO_PARENT)
         taken = repo.uuid_or_name_taken(conn, uuid=uuid, name=name)
         if taken:
-            raise _duplicate(taken)
+            raise duplicate(taken)
         try:
             return repo.insert_provider(conn, uuid=uuid, name=name, parent=parent)
         except IntegrityError:
             taken = repo.uuid_or_name_taken(conn, uuid=uuid, name=name)
-            raise _duplicate(taken or [f"uuid: {uuid}"]) from None
+            raise duplicate(taken or [f"uuid: {uuid}"]) from None
 
 
-def _duplicate(taken: list[str]) -> DuplicateName:
+# Reasons of ``create_refused`` (Placement's wording).
+NAME_REQUIRED = "name is required"
+PARENT_IS_SELF = (
+    "parent provider UUID cannot be same as UUID. Please set parent provider UUID to None if"
+    " there is no parent."
+)
+NO_PARENT = "parent provider UUID does not exist."
+
+
+def create_refused(name: str, uuid: str, reason: str) -> BadRequest:
+    """The 400 of a provider that cannot be created (Placement's "Object action create failed")."""
+    return BadRequest(
+        f'Unable to create resource provider "{name}", {uuid}: Object action create failed'
+        f" because: {reason}"
+    )
+
+
+def duplicate(taken: list[str]) -> DuplicateName:
+    """The 409 ``placement.duplicate_name`` naming what is taken: ``["uuid: ...", "name: ..."]``."""
     return DuplicateName(f"Conflicting resource provider {', '.join(taken)} already exists.")
 
 

@@ -25,7 +25,13 @@ __all__ = [
     "provider_traits",
     "set_provider_traits",
     "delete_provider_traits",
+    "no_such_traits",
 ]
+
+
+def no_such_traits(missing: Iterable[str]) -> BadRequest:
+    """The 400 of a provider trait set naming traits that do not exist (sorted names)."""
+    return BadRequest(f"No such trait {', '.join(sorted(missing))}")
 
 
 def _not_found(name: str) -> NotFound:
@@ -109,7 +115,7 @@ def set_provider_traits(
         rows = repo.list_traits(conn, name_in=wanted) if wanted else []
         missing = wanted - {row.name for row in rows}
         if missing:
-            raise BadRequest(f"No such trait {', '.join(sorted(missing))}")
+            raise no_such_traits(missing)
         new_generation = generation
         wanted_ids = {row.id for row in rows}
         if wanted_ids != {row.id for row in repo.provider_traits(conn, provider.id)}:

@@ -12,6 +12,7 @@ from placement_numa.api.routers import (
     inventories,
     numa_candidates,
     numa_topology,
+    provider_batch,
     reshaper,
     resource_classes,
     resource_providers,
@@ -25,6 +26,7 @@ __all__ = ["ROUTERS"]
 ROUTERS: tuple[APIRouter, ...] = (
     root.router,
     resource_providers.router,
+    provider_batch.router,
     inventories.router,
     aggregates.router,
     traits.router,

@@ -3,6 +3,10 @@
 * 1.0-1.13: ``{"name": str (<= 200), "uuid": uuid (POST only, optional)}``;
 * 1.14+: also ``"parent_provider_uuid": uuid | null``.
 
+And of the extension ``POST /resource_providers/batch``: ``{"resource_providers": [{"name",
+"uuid"?, "parent_provider_uuid"?, "inventories"?: {RC: inventory as in PUT
+/resource_providers/{uuid}/inventories}, "traits"?: [name, ...]}, ...]}``.
+
 No other keys are allowed (400, as Placement's JSON schema).
 """
 
@@ -13,6 +17,8 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from placement_numa.api.query import is_uuid_like
+from placement_numa.api.schemas.inventories import InventoryRecordBody
+from placement_numa.api.schemas.traits import TraitName
 
 __all__ = [
     "UuidStr",
@@ -20,6 +26,8 @@ __all__ = [
     "CreateProviderV1_14",
     "UpdateProviderV1_0",
     "UpdateProviderV1_14",
+    "BatchProvider",
+    "CreateProvidersBatch",
 ]
 
 
@@ -65,3 +73,24 @@ class UpdateProviderV1_14(UpdateProviderV1_0):
     def parent_given(self) -> bool:
         """Whether the body carried ``parent_provider_uuid`` (``null`` counts as given)."""
         return "parent_provider_uuid" in self.model_fields_set
+
+
+class BatchProvider(CreateProviderV1_14):
+    """One provider of ``POST /resource_providers/batch``: what ``POST /resource_providers``
+    takes, plus its whole inventory and trait set (validated as the PUT routes validate them)."""
+
+    inventories: dict[str, InventoryRecordBody] = Field(
+        default_factory=dict,
+        description="As in PUT /resource_providers/{uuid}/inventories; none when absent.",
+    )
+    traits: list[TraitName] = Field(
+        default_factory=list, description="Trait names (existing traits); none when absent."
+    )
+
+
+class CreateProvidersBatch(BaseModel):
+    """Body of ``POST /resource_providers/batch`` (extension): providers created in order, a
+    parent being an existing provider or one earlier in the list."""
+
+    model_config = _STRICT
+    resource_providers: list[BatchProvider]

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, StringConstraints
 
 from placement_numa.api.schemas.inventories import JsonInt
 
-__all__ = ["CustomTraitName", "ProviderTraitsBody", "CUSTOM_TRAIT_PROBLEM"]
+__all__ = ["CustomTraitName", "TraitName", "ProviderTraitsBody", "CUSTOM_TRAIT_PROBLEM"]
 
 CustomTraitName = Annotated[
     str,

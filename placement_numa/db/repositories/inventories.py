@@ -28,6 +28,8 @@ __all__ = [
     "get_inventory",
     "usage_by_class",
     "resolve_classes",
+    "unknown_class",
+    "inventory_values",
     "replace_inventories",
     "add_inventory",
     "update_inventory",
@@ -145,11 +147,16 @@ def resolve_classes(conn: Connection, classes: Iterable[str], provider_uuid: str
     found = names.resource_class_ids(conn, wanted)
     for name in wanted:
         if name not in found:
-            raise BadRequest(
-                f"Unknown resource class in inventory for resource provider {provider_uuid}:"
-                f" No such resource class {name}."
-            )
+            raise unknown_class(provider_uuid, name)
     return found
+
+
+def unknown_class(provider_uuid: str, name: str) -> BadRequest:
+    """The 400 for an inventory of resource class ``name``, unknown, on ``provider_uuid``."""
+    return BadRequest(
+        f"Unknown resource class in inventory for resource provider {provider_uuid}:"
+        f" No such resource class {name}."
+    )
 
 
 def classes_in_use(conn: Connection, provider_id: int, class_ids: Iterable[int]) -> list[str]:
@@ -180,7 +187,8 @@ def _in_use_error(provider_uuid: str, classes: list[str]) -> InventoryInUse:
     )
 
 
-def _values(fields: InventoryFields) -> dict[str, int | float]:
+def inventory_values(fields: InventoryFields) -> dict[str, int | float]:
+    """The six inventory columns of ``fields`` (``allocation_ratio`` as a float)."""
     return {
         "total": fields.total,
         "reserved": fields.reserved,
@@ -201,7 +209,7 @@ def add_inventory(
             resource_provider_id=provider_id,
             resource_class_id=class_id,
             created_at=utcnow(),
-            **_values(fields),
+            **inventory_values(fields),
         )
     )
 
@@ -221,7 +229,7 @@ def update_inventory(
             inventories.c.resource_provider_id == provider_id,
             inventories.c.resource_class_id == class_id,
         )
-        .values(updated_at=utcnow(), **_values(fields))
+        .values(updated_at=utcnow(), **inventory_values(fields))
     )
     return result.rowcount == 1
 
