@@ -8,6 +8,13 @@ both (``--repeat`` runs, p50 in ms), with the candidate counts (which must match
 It also reports seeding throughput (providers/s), the distinct hosts of a limit-50 answer under
 each generation strategy, and 4 concurrent allocation writers (``--writers``: p50/p99/max, 5xx).
 
+Seeding: upstream the only way Placement has, three requests per provider (``POST
+/resource_providers``, ``PUT .../inventories``, ``PUT .../traits``); ours with the extension
+``POST /resource_providers/batch``, ``--batch-hosts`` host trees (parents first) per request
+(``--ours-seed rest`` seeds ours the Placement way too). The report says which way each side was
+seeded, with the seeding's wall time, the services' CPU seconds (every process this script
+started: workers and masters, not the database server) and the client's.
+
     python benchmarks/side_by_side.py --hosts 1000 --cells 2
     python benchmarks/side_by_side.py --hosts 200 --cells 2 --backend postgresql --writers 400
 
@@ -34,12 +41,15 @@ from typing import Any
 
 import httpx
 from candidates import (  # benchmarks/candidates.py
+    BATCH_HOSTS,
     CELL_INVENTORY,
     HEADERS,
     PAGE_SIZES,
     QUERIES,
     allocate,
     create,
+    host_chunks,
+    seed_hosts_batch,
     wait_up,
 )
 from upstream import upstream_placement  # benchmarks/upstream.py
@@ -138,20 +148,76 @@ class RetryingClient(httpx.Client):
         return response
 
 
+def services_cpu_seconds() -> float:
+    """User + system CPU seconds of every live descendant of this process (the services it
+    started: masters and workers), from ``/proc``."""
+    parents: dict[int, int] = {}
+    ticks: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(fields[1])
+            ticks[int(entry.name)] = int(fields[11]) + int(fields[12])
+    me = os.getpid()
+    total = 0
+    for pid, used in ticks.items():
+        ancestor = parents.get(pid, 0)
+        while ancestor > 1 and ancestor != me:
+            ancestor = parents.get(ancestor, 0)
+        if ancestor == me:
+            total += used
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def seed(base: str, hosts: int, cells: int) -> tuple[list[dict[str, str]], float]:
-    """Seed the fleet; returns the hosts' provider uuids and providers per second."""
+    """Seed the fleet the Placement way (three requests per provider, 16 client threads);
+    returns the hosts' provider uuids and providers per second."""
+    found, figures = seed_measured(base, hosts, cells, "rest")
+    return found, float(figures["rate"])
+
+
+def seed_measured(
+    base: str, hosts: int, cells: int, way: str, batch_hosts: int = BATCH_HOSTS
+) -> tuple[list[dict[str, str]], dict[str, Any]]:
+    """Seed the fleet ``way`` ("batch": ``batch_hosts`` host trees per ``POST
+    /resource_providers/batch``; "rest": three requests per provider), 16 client threads.
+    Returns the hosts' provider uuids and the seeding's figures: providers/s, wall, the
+    services' and the client's CPU seconds, how it was seeded."""
     providers = hosts * (1 + cells * (1 + len(PAGE_SIZES)))
     limits = httpx.Limits(max_connections=32)
     with RetryingClient(base_url=base, timeout=600, limits=limits) as c:
         for name in ("CUSTOM_MEMORY_PAGE_SIZE_4", "CUSTOM_MEMORY_PAGE_SIZE_2048"):
             c.put(f"/traits/{name}", headers=HEADERS)
+        cpu_services, cpu_client = services_cpu_seconds(), time.process_time()
         started = time.perf_counter()
         with ThreadPoolExecutor(16) as pool:
-            found = list(pool.map(lambda h: seed_host(c, h, cells), range(hosts)))
-        rate = providers / (time.perf_counter() - started)
+            if way == "batch":
+                chunks = pool.map(
+                    lambda hs: seed_hosts_batch(c, hs, cells, custom_only=True),
+                    host_chunks(hosts, batch_hosts),
+                )
+                found = [host for chunk in chunks for host in chunk]
+            else:
+                found = list(pool.map(lambda h: seed_host(c, h, cells), range(hosts)))
+        wall = time.perf_counter() - started
+        figures = {
+            "rate": providers / wall,
+            "wall": wall,
+            "cpu_services": services_cpu_seconds() - cpu_services,
+            "cpu_client": time.process_time() - cpu_client,
+            "how": (
+                f"POST /resource_providers/batch, {min(batch_hosts, hosts)} hosts"
+                f" ({min(batch_hosts, hosts) * providers // hosts} providers) per request"
+                if way == "batch"
+                else "POST /resource_providers + PUT inventories + PUT traits per provider"
+            ),
+        }
         with ThreadPoolExecutor(16) as pool:
             list(pool.map(lambda host: allocate(c, host), found[::4]))
-    return found, rate
+    return found, figures
 
 
 def timed(client: httpx.Client, url: str, repeat: int) -> tuple[float, httpx.Response]:
@@ -227,6 +293,15 @@ def main() -> int:
     parser.add_argument("--limits", nargs="*", default=["none", "1000"])
     parser.add_argument("--writers", type=int, default=0, metavar="N", help="N writes, 4 threads")
     parser.add_argument("--skip-upstream", action="store_true")
+    parser.add_argument(
+        "--ours-seed",
+        choices=("batch", "rest"),
+        default="batch",
+        help="seed ours with POST /resource_providers/batch (default) or the Placement way",
+    )
+    parser.add_argument(
+        "--batch-hosts", type=int, default=BATCH_HOSTS, help="host trees per batch request"
+    )
     args = parser.parse_args()
 
     workdir = Path(tempfile.mkdtemp(prefix="pn-side-"))
@@ -242,8 +317,15 @@ def main() -> int:
                 server = upstream_placement(args.port + 1, database_url=upstream_url)
             with server as base:
                 RetryingClient.retries = 0
-                hosts, rate = seed(base, args.hosts, args.cells)
-                results[side] = {"seed": rate, "retries": RetryingClient.retries}
+                way = args.ours_seed if side == "ours" else "rest"
+                hosts, seeding = seed_measured(base, args.hosts, args.cells, way, args.batch_hosts)
+                results[side] = {"seed": seeding, "retries": RetryingClient.retries}
+                print(
+                    f"{side:9}seeded {seeding['rate']:.0f} providers/s in {seeding['wall']:.1f} s"
+                    f" wall, services {seeding['cpu_services']:.1f} s CPU, client"
+                    f" {seeding['cpu_client']:.1f} s CPU ({seeding['how']}; 16 threads)",
+                    flush=True,
+                )
                 with httpx.Client(base_url=base, timeout=1200) as client:
                     for name in args.only:
                         for limit in args.limits:
@@ -284,7 +366,7 @@ def main() -> int:
     print()
     print(
         f"fleet: {args.hosts} hosts x {args.cells} cells x 2 page sizes = {providers} providers;"
-        f" {args.backend}; 2 workers each; seeded over REST (16 threads)"
+        f" {args.backend}; 2 workers each; seeded through the API (16 threads)"
     )
     up = results.get("upstream", {})
     mine = results["ours"]
@@ -304,11 +386,18 @@ def main() -> int:
                     f"| {name}, {args.hosts}x{args.cells}, limit {limit} | {p50:.1f} ms | | | {n} |"
                 )
     seed_up = up.get("seed")
-    ratio = f"{mine['seed'] / seed_up:.1f}x" if seed_up else ""
+    ratio = f"{mine['seed']['rate'] / seed_up['rate']:.1f}x" if seed_up else ""
+    cpu_ratio = (
+        f" (services' CPU per provider: {seed_up['cpu_services'] / mine['seed']['cpu_services']:.1f}x)"
+        if seed_up and mine["seed"]["cpu_services"]
+        else ""
+    )
     print(
-        f"| seeding through the API | {mine['seed']:.0f} providers/s"
-        f" ({mine['retries']} retried 5xx) | {seed_up or 0:.0f} providers/s"
-        f" ({up.get('retries', 0)} retried 5xx) | {ratio} | |"
+        f"| seeding through the API | {mine['seed']['rate']:.0f} providers/s"
+        f" ({mine['seed']['how']}; {mine['retries']} retried 5xx)"
+        f" | {seed_up['rate'] if seed_up else 0:.0f} providers/s"
+        f" ({seed_up['how'] if seed_up else '-'}; {up.get('retries', 0)} retried 5xx)"
+        f" | {ratio}{cpu_ratio} | |"
     )
     for name in args.only:
         print(
