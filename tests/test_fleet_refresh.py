@@ -360,3 +360,57 @@ def test_old_change_rows_are_pruned(app: FastAPI, api: PlacementAPI) -> None:
     before = stale.full_loads
     stale.snapshot()
     assert stale.full_loads == before + 1
+
+
+def _sql_source(app: FastAPI) -> SqlFleetSource:
+    """The ``SqlFleetSource`` under the app's engine (and its metrics wrappers)."""
+    from placement_numa.api.engine_dep import engine_for_state
+
+    engine: Any = engine_for_state(app.state)
+    source = getattr(engine, "inner", engine).source
+    source = getattr(source, "inner", source)
+    assert isinstance(source, SqlFleetSource)
+    return source
+
+
+def test_a_snapshot_no_one_holds_is_patched_in_place(app: FastAPI, api: PlacementAPI) -> None:
+    """A refresh hands the cached snapshot over to its successor (indexes patched in place)
+    when nothing else holds it, and patches a copy when something does (a search in flight):
+    the held snapshot does not change; both equal a full load."""
+    host = _host(api, "h")
+    _host(api, "o")
+    refresh = Refresh(app)
+    source = refresh.source
+    consumer = str(uuid.uuid4())
+    _allocate(api, consumer, {host["cell"]: {"VCPU": 1}}, None)
+    refresh.check()  # nothing held: in place
+    assert source.patches_in_place == 1
+    held = source.snapshot()
+    seen = canonical(held)
+    _allocate(api, consumer, {host["cell"]: {"VCPU": 2}}, 1)
+    refresh.check()  # ``held``: a copy
+    assert source.patches_in_place == 1
+    assert not held.handed_over
+    assert canonical(held) == seen
+    del held
+    _traits(api, host["cell"], ["HW_NUMA_ROOT", "HW_CPU_X86_AVX2"])
+    refresh.check()
+    _rp(api, "h_child", host["cell"])  # a provider added: structural indexes in place too
+    refresh.check()
+    assert source.patches_in_place == 3
+
+
+def test_the_service_patches_in_place_after_a_write(app: FastAPI, api: PlacementAPI) -> None:
+    """Through the API (the app's engine with its metrics wrappers), the query after a write
+    finds the snapshot of the previous query unheld and patches it in place."""
+    host = _host(api, "h")
+    query = "/allocation_candidates?resources=VCPU:1"
+    assert api.get(query, version="1.39").status_code == 200
+    source = _sql_source(app)
+    _allocate(api, str(uuid.uuid4()), {host["cell"]: {"VCPU": 1}}, None)
+    before = (source.patches, source.patches_in_place)
+    r = api.get(query, version="1.39")
+    assert r.status_code == 200, r.text
+    assert (source.patches, source.patches_in_place) == (before[0] + 1, before[1] + 1)
+    summary = r.json()["provider_summaries"][host["cell"]]
+    assert summary["resources"]["VCPU"]["used"] == 1

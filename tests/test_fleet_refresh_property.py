@@ -6,12 +6,18 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import orjson
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from placement_numa.api import microversion as mv
+from placement_numa.api.schemas.allocation_candidates import encode_candidates
 from placement_numa.db.repositories.fleet import SqlFleetSource
+from placement_numa.domain.request_groups import CandidateQuery, RequestGroup
+from placement_numa.engine import SnapshotEngine, StaticFleetSource
+from placement_numa.engine.fleet import FleetSnapshot
 from tests.backends import reset_rows
 from tests.conftest import PlacementAPI
 from tests.test_fleet_refresh import canonical
@@ -19,6 +25,7 @@ from tests.test_fleet_refresh import canonical
 AGGREGATES = [str(uuid.UUID(int=i + 1)) for i in range(3)]
 TRAITS = ["HW_NUMA_ROOT", "MISC_SHARES_VIA_AGGREGATE", "HW_CPU_X86_AVX2"]
 
+VERSION = mv.Microversion(1, 39)
 index = st.integers(0, 7)
 operations = st.one_of(
     st.tuples(st.just("root")),
@@ -100,24 +107,49 @@ def _apply(
             providers.remove(u)
 
 
+def _body(fleet: FleetSnapshot) -> Any:
+    """The parsed ``GET /allocation_candidates?resources=VCPU:1`` body for ``fleet``, encoded
+    from (and filling) its rendering caches."""
+    query = CandidateQuery(groups=(RequestGroup(suffix=None, resources={"VCPU": 1}),))
+    result = SnapshotEngine(StaticFleetSource(fleet)).search(query, fleet=fleet)
+    return orjson.loads(encode_candidates(result, query, VERSION, nested_aware=True))
+
+
 @settings(
     max_examples=6,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
-@given(ops=st.lists(operations, min_size=1, max_size=12))
-def test_random_writes_refresh_like_a_full_load(app: FastAPI, ops: list[tuple[Any, ...]]) -> None:
+@given(ops=st.lists(st.tuples(operations, st.booleans()), min_size=1, max_size=12))
+def test_random_writes_refresh_like_a_full_load(
+    app: FastAPI, ops: list[tuple[tuple[Any, ...], bool]]
+) -> None:
+    """Each refresh either patches the snapshot in place (no one holds it) or a copy (a search
+    still holds it, ``hold``: that one must not change); either way it equals a full load, and
+    bodies encoded from its caches (kept for untouched trees) equal a full load's."""
     database = app.state.database
     with database.write() as conn:
         reset_rows(conn)
     source = SqlFleetSource(database)
-    source.snapshot()
+    _body(source.snapshot())
     providers: list[str] = []
     consumers = [str(uuid.uuid4()) for _ in range(3)]
     with TestClient(app, raise_server_exceptions=True) as client:
         api = PlacementAPI(client)
-        for op in ops:
+        for op, hold in ops:
+            held = source.snapshot() if hold else None
+            seen = (canonical(held), _body(held)) if held is not None else None
             _apply(api, providers, consumers, op)
+            patches, in_place = source.patches, source.patches_in_place
             fleet = source.snapshot()
-            assert canonical(fleet) == canonical(SqlFleetSource(database).snapshot()), op
+            patched = source.patches - patches
+            assert source.patches_in_place - in_place == (0 if hold else patched), op
+            full = SqlFleetSource(database).snapshot()
+            assert canonical(fleet) == canonical(full), op
+            assert _body(fleet) == _body(full), op
+            del fleet, full
+            if held is not None:
+                assert not held.handed_over
+                assert (canonical(held), _body(held)) == seen
+            del held
     assert source.full_loads == 1 or database.dialect == "sqlite"  # SQLite may reuse a max id

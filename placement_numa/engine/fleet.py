@@ -19,6 +19,8 @@ max_unit``, ``amount % step_size == 0`` and ``used + amount <= capacity``.
 
 from __future__ import annotations
 
+import bisect
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -191,6 +193,9 @@ class FleetSnapshot:
     def __init__(self, revision: int, providers: list[ProviderInfo]) -> None:
         self.revision = revision
         self.patched_from: int | None = None  # revision of the snapshot this one patched
+        # set once ``replace_trees(owned=True)`` started patching this snapshot's indexes in
+        # place for its successor: it must not be used any more
+        self.handed_over = False
         self.providers = providers
         # names known to the database (``None``: not checked), set by the loader
         self.resource_class_names: frozenset[str] | None = None
@@ -279,6 +284,8 @@ class FleetSnapshot:
         usages: Iterable[tuple[int, str, int]] = (),
         traits: Iterable[tuple[int, str]] = (),
         aggregates: Iterable[tuple[int, str]] = (),
+        *,
+        owned: bool = False,
     ) -> FleetSnapshot | None:
         """A new snapshot at ``revision``: this one with whole trees replaced (design notes:
         "applies the changes since the revision it holds").
@@ -289,11 +296,24 @@ class FleetSnapshot:
         ones are appended (their ids must exceed every id known here, so index order stays id
         order); dropped providers that are not in the rows are gone (their entries stay in
         ``providers``, unreachable). Indexes over aggregates and sharing providers are patched
-        for the aggregates of every provider that left or entered. This snapshot is not
-        changed (searches may still run on it). Returns ``None`` when a full build is needed
-        instead: a new id not above the known ones, a provider of an untouched tree in the rows,
-        or profile tables grown well past the fleet.
+        for the aggregates of every provider that left or entered. Returns ``None`` when a full
+        build is needed instead: a new id not above the known ones, a provider of an untouched
+        tree in the rows, or profile tables grown well past the fleet (nothing changed then).
+
+        Structure is shared: the new snapshot reuses every index a patch leaves alone, and the
+        rendering caches (``summary_cache``) keep their entries for untouched providers and
+        trees. Without ``owned`` this snapshot is not changed (searches may still run on it):
+        the indexes a patch changes (``providers``, ``root_profiles``, the caches, and the
+        structural ones when providers came, went or moved) are copied, O(fleet). With
+        ``owned`` the caller hands this snapshot over: it is no longer reachable by anyone
+        else and is not used after the call (``SqlFleetSource`` checks that). The indexes that
+        nothing but this snapshot references (CPython reference counts: not shared with
+        another snapshot, not held by a running search) are then patched in place and moved to
+        the new snapshot, so the patch costs O(replaced trees), not O(fleet); any other is
+        copied as without ``owned``.
         """
+        # which indexes may be patched in place: checked first, before any local reference
+        movable = _sole_references(self, _PATCHED_INDEXES) if owned else frozenset()
         old = self
         old_providers = old.providers
         removed: set[int] = set()
@@ -319,28 +339,33 @@ class FleetSnapshot:
             return None
         infos = _infos(rows, index_of, inventories, usages, traits, aggregates)
         loaded = {info.index for info in infos}
+        # the replaced providers as this snapshot knows them (``providers`` may be patched in
+        # place below)
+        before = {i: old_providers[i] for i in removed}
+        if movable:
+            old.handed_over = True
         new = object.__new__(type(self))
         new.revision = revision
         new.patched_from = old.revision
+        new.handed_over = False
         new.resource_class_names = old.resource_class_names
         new.trait_names = old.trait_names
         new.trait_order = old.trait_order
         new._provider_profile_ids = old._provider_profile_ids
         new._root_profile_ids = old._root_profile_ids
-        plist = list(old_providers)
+        plist = old_providers if "providers" in movable else list(old_providers)
         plist.extend(infos[0] for _ in range(next_index - len(plist)))  # placeholders
         for info in infos:
             plist[info.index] = info
         new.providers = plist
         _set_depths(plist, infos)
         gone = removed - loaded
-        old_roots = {old_providers[i].root for i in removed}
+        old_roots = {p.root for p in before.values()}
         same_places = (
             not gone
             and len(loaded) == len(removed)
             and all(
-                info.parent == old_providers[info.index].parent
-                and info.root == old_providers[info.index].root
+                info.parent == before[info.index].parent and info.root == before[info.index].root
                 for info in infos
             )
         )
@@ -358,16 +383,16 @@ class FleetSnapshot:
             new.has_trees = old.has_trees
             new_trees = {root: old.tree[root] for root in old_roots}
         else:
-            new_trees = new._restructure(old, infos, removed, gone, old_roots, index_of)
-        root_profiles = dict(old.root_profiles)
+            new_trees = new._restructure(old, infos, before, gone, old_roots, index_of, movable)
+        root_profiles = old.root_profiles if "root_profiles" in movable else dict(old.root_profiles)
         for root in old_roots:
             root_profiles.pop(root, None)
         for root, members in new_trees.items():
             root_profiles[root] = new._root_profile(members)
         new.root_profiles = root_profiles
         if same_places and all(
-            info.aggregates == old_providers[info.index].aggregates
-            and info.sharing == old_providers[info.index].sharing
+            info.aggregates == before[info.index].aggregates
+            and info.sharing == before[info.index].sharing
             for info in infos
         ):
             new.aggregate_members = old.aggregate_members
@@ -376,13 +401,13 @@ class FleetSnapshot:
             new.shared_into = old.shared_into
             new.roots_with_sharing = old.roots_with_sharing
         else:
-            new._patch_sharing(old, infos, removed, loaded)
+            new._patch_sharing(old, infos, before, loaded)
         # roots per class: the replaced trees are looked at again (all dropped when sharing
         # providers changed: their anchors may have moved)
         new.class_roots = {}
         if (
             new.sharing_anchors is old.sharing_anchors
-            and not any(old_providers[i].sharing for i in removed)
+            and not any(p.sharing for p in before.values())
             and not any(plist[i].sharing for i in loaded)
         ):
             for rc, roots in old.class_roots.items():
@@ -396,30 +421,30 @@ class FleetSnapshot:
                     continue
                 new.class_roots[rc] = frozenset((set(roots) - old_roots) | having)
         # rendering caches: everything but the replaced providers and trees is still right
-        new.summary_cache = {}
-        touched_roots = old_roots | set(new_trees)
-        for shape, cache in old.summary_cache.items():
-            kept = dict(cache)
-            for i in removed | loaded:
-                kept.pop(i, None)
-            for root in touched_roots:
-                kept.pop(("root", root), None)
-                kept.pop(("root-q", root), None)
-            new.summary_cache[shape] = kept
+        stale: list[object] = [*removed, *loaded]
+        for root in old_roots | set(new_trees):
+            stale.append(("root", root))
+            stale.append(("root-q", root))
+        new.summary_cache = _without(old, "summary_cache" in movable, stale)
         return new
 
     def _patch_sharing(
-        self, old: FleetSnapshot, infos: list[ProviderInfo], removed: set[int], loaded: set[int]
+        self,
+        old: FleetSnapshot,
+        infos: list[ProviderInfo],
+        before: dict[int, ProviderInfo],
+        loaded: set[int],
     ) -> None:
         """Aggregate members and sharing-provider indexes of a patched snapshot, recomputed for
         the aggregates of every provider that left or entered (Placement's
-        ``anchors_for_sharing_providers`` for the sharing providers in them)."""
+        ``anchors_for_sharing_providers`` for the sharing providers in them); ``before``: the
+        replaced providers as ``old`` knows them."""
         new = self
-        old_providers = old.providers
         plist = self.providers
+        removed = set(before)
         touched_aggs: set[str] = set()
-        for i in removed:
-            touched_aggs |= old_providers[i].aggregates
+        for p in before.values():
+            touched_aggs |= p.aggregates
         for info in infos:
             touched_aggs |= info.aggregates
         aggregate_members = dict(old.aggregate_members)
@@ -433,7 +458,7 @@ class FleetSnapshot:
         new.aggregate_members = aggregate_members
         sharing = (old.sharing - removed) | {info.index for info in infos if info.sharing}
         new.sharing = frozenset(sharing)
-        sharing_changed = any(old_providers[i].sharing for i in removed) or any(
+        sharing_changed = any(p.sharing for p in before.values()) or any(
             info.sharing for info in infos
         )
         sharing_anchors = dict(old.sharing_anchors)
@@ -457,19 +482,21 @@ class FleetSnapshot:
         self,
         old: FleetSnapshot,
         infos: list[ProviderInfo],
-        removed: set[int],
+        before: dict[int, ProviderInfo],
         gone: set[int],
         old_roots: set[int],
         index_of: dict[int, int],
+        movable: frozenset[str],
     ) -> dict[int, list[int]]:
-        """Structural indexes of a patched snapshot (providers came, went or moved); returns
-        the replaced trees (root -> members)."""
-        old_providers = old.providers
+        """Structural indexes of a patched snapshot (providers came, went or moved), patched in
+        place when named in ``movable`` (see ``replace_trees``), else copied; ``before``: the
+        replaced providers as ``old`` knows them. Returns the replaced trees (root ->
+        members)."""
         plist = self.providers
-        index_by_uuid = dict(old.index_by_uuid)
-        index_by_id = dict(old.index_by_id)
+        index_by_uuid = old.index_by_uuid if "index_by_uuid" in movable else dict(old.index_by_uuid)
+        index_by_id = old.index_by_id if "index_by_id" in movable else dict(old.index_by_id)
         for i in gone:
-            info = old_providers[i]
+            info = before[i]
             del index_by_uuid[info.uuid]
             del index_by_id[info.id]
         for info in infos:
@@ -477,8 +504,11 @@ class FleetSnapshot:
             index_by_id[info.id] = info.index
         self.index_by_uuid = index_by_uuid
         self.index_by_id = index_by_id
-        self.max_id = max(index_by_id, default=0) if gone else max(old.max_id, *index_of, 0)
-        tree = dict(old.tree)
+        if any(before[i].id == old.max_id for i in gone):
+            self.max_id = max(index_by_id, default=0)
+        else:
+            self.max_id = max(old.max_id, *index_of, 0)
+        tree = old.tree if "tree" in movable else dict(old.tree)
         for root in old_roots:
             tree.pop(root, None)
         new_trees: dict[int, list[int]] = {}
@@ -486,9 +516,9 @@ class FleetSnapshot:
             new_trees.setdefault(info.root, []).append(info.index)
         tree.update(new_trees)
         self.tree = tree
-        self.roots = sorted((set(old.roots) - old_roots) | set(new_trees))
-        uuids = list(old.uuids)
-        chains = list(old.chains)
+        self.roots = _patched_roots(old.roots, old_roots, set(new_trees), "roots" in movable)
+        uuids = old.uuids if "uuids" in movable else list(old.uuids)
+        chains = old.chains if "chains" in movable else list(old.chains)
         uuids.extend("" for _ in range(len(plist) - len(uuids)))
         chains.extend(() for _ in range(len(plist) - len(chains)))
         for info in infos:
@@ -498,7 +528,7 @@ class FleetSnapshot:
         self.chains = chains
         self.children_count = (
             old.children_count
-            - sum(1 for i in removed if old_providers[i].parent >= 0)
+            - sum(1 for p in before.values() if p.parent >= 0)
             + sum(1 for info in infos if info.parent >= 0)
         )
         self.has_trees = self.children_count > 0
@@ -560,6 +590,66 @@ class FleetSnapshot:
     def summary_resources(self, index: int) -> Mapping[str, Inventory]:
         """The inventories (with usage) of provider ``index``, by resource class."""
         return self.providers[index].inventories
+
+
+# The indexes ``replace_trees`` changes, which an owned snapshot may hand over to its successor.
+_PATCHED_INDEXES = (
+    "providers",
+    "root_profiles",
+    "summary_cache",
+    "index_by_uuid",
+    "index_by_id",
+    "tree",
+    "roots",
+    "uuids",
+    "chains",
+)
+
+
+def _sole_references(snapshot: FleetSnapshot, names: Iterable[str]) -> frozenset[str]:
+    """The attributes of ``snapshot`` among ``names`` whose value nothing else references
+    (CPython reference counts: the attribute itself and ``getrefcount``'s argument). Only
+    meaningful while no other thread can reach ``snapshot`` (the GIL then keeps anyone from
+    taking a new reference between this check and a patch in place)."""
+    attributes = vars(snapshot)
+    return frozenset(name for name in names if sys.getrefcount(attributes[name]) == 2)
+
+
+def _without(
+    old: FleetSnapshot, movable: bool, stale: list[object]
+) -> dict[object, dict[object, object]]:
+    """``old.summary_cache`` less the ``stale`` keys in every per-shape cache. With
+    ``movable`` (``old`` handed over and the outer dict referenced by it only), the dict and
+    each per-shape cache nothing else references (no encoding in progress on ``old``) are
+    patched in place; the others are copied."""
+    caches = old.summary_cache
+    if not movable:
+        caches = dict(caches)
+    for shape in list(caches):
+        if not movable or sys.getrefcount(caches[shape]) != 2:
+            caches[shape] = dict(caches[shape])
+        cache = caches[shape]
+        for key in stale:
+            cache.pop(key, None)
+    return caches
+
+
+def _patched_roots(
+    roots: list[int], dropped: set[int], added: set[int], movable: bool
+) -> list[int]:
+    """``roots`` (ascending) less ``dropped`` plus ``added``, in place when ``movable``."""
+    if dropped == added:
+        return roots
+    result = roots if movable else list(roots)
+    for root in sorted(dropped - added):
+        position = bisect.bisect_left(result, root)
+        if position < len(result) and result[position] == root:
+            del result[position]
+    for root in sorted(added - dropped):
+        position = bisect.bisect_left(result, root)
+        if position == len(result) or result[position] != root:
+            result.insert(position, root)
+    return result
 
 
 def _chain(providers: list[ProviderInfo], index: int) -> tuple[int, ...]:

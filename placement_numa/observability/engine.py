@@ -75,6 +75,6 @@ class ObservedFleetSource:
             lag = 0 if self._held is None else max(0, fleet.revision - self._held)
             m.fleet_revision_lag.set(lag)
             m.fleet_revision.set(fleet.revision)
-            m.fleet_providers.set(sum(len(members) for members in fleet.tree.values()))
+            m.fleet_providers.set(len(fleet.index_by_uuid))  # live providers, O(1)
         self._held = fleet.revision
         return fleet

@@ -17,6 +17,7 @@ gap (pruned rows, writes outside ``Database.write``) or touched many trees.
 from __future__ import annotations
 
 import gc
+import sys
 import threading
 from typing import Any
 
@@ -196,7 +197,7 @@ def load_fleet(conn: Connection) -> FleetSnapshot:
     return fleet
 
 
-def refresh_fleet(conn: Connection, fleet: FleetSnapshot) -> FleetSnapshot:
+def refresh_fleet(conn: Connection, fleet: FleetSnapshot, *, owned: bool = False) -> FleetSnapshot:
     """``fleet`` brought up to the current revision, in one read transaction: patched from the
     change log (``placement_changes``) when it covers every revision since ``fleet.revision``
     and names few trees, else loaded whole (``load_fleet``).
@@ -204,7 +205,9 @@ def refresh_fleet(conn: Connection, fleet: FleetSnapshot) -> FleetSnapshot:
     The trees replaced are those that held, in ``fleet``, a provider the writes touched, and
     those that hold one now (a re-parent touches the whole moved subtree, so both its old and
     new trees are reloaded); aggregate and sharing indexes are patched by
-    ``FleetSnapshot.replace_trees``.
+    ``FleetSnapshot.replace_trees``. ``owned``: the caller hands ``fleet`` over (no one else
+    holds it; it is not used afterwards unless ``fleet.handed_over`` stayed false), so the
+    patch may reuse its indexes in place (``replace_trees(owned=True)``).
     """
     revision = current_revision(conn)
     if revision == fleet.revision:
@@ -220,12 +223,7 @@ def refresh_fleet(conn: Connection, fleet: FleetSnapshot) -> FleetSnapshot:
     touched = sorted({p for _, kind, p in rows if kind == changes.PROVIDER and p is not None})
     if len(touched) > MAX_TOUCHED:
         return load_fleet(conn)
-    root_ids: set[int] = set()
-    providers = fleet.providers
-    for provider_id in touched:
-        index = fleet.index_by_id.get(provider_id)
-        if index is not None:
-            root_ids.add(providers[providers[index].root].id)
+    root_ids = _known_roots(fleet, touched)
     if touched:
         rp = t.resource_providers
         root_ids.update(
@@ -239,7 +237,7 @@ def refresh_fleet(conn: Connection, fleet: FleetSnapshot) -> FleetSnapshot:
         return load_fleet(conn)
     roots = sorted(root_ids)
     tree_rows = _tree_rows(conn, roots) if roots else ([], [], [], [], [])
-    patched = fleet.replace_trees(revision, roots, *tree_rows)
+    patched = fleet.replace_trees(revision, roots, *tree_rows, owned=owned)
     if patched is None:
         return load_fleet(conn)
     if any(kind == changes.NAMES for _, kind, _ in rows):
@@ -250,7 +248,20 @@ def refresh_fleet(conn: Connection, fleet: FleetSnapshot) -> FleetSnapshot:
     return patched
 
 
-# Freeze the garbage collector's view after a full load and every FREEZE_EVERY patches.
+def _known_roots(fleet: FleetSnapshot, provider_ids: list[int]) -> set[int]:
+    """Database ids of the roots of the trees holding ``provider_ids`` in ``fleet`` (no
+    reference to its indexes outlives the call: see ``replace_trees(owned=True)``)."""
+    providers = fleet.providers
+    roots: set[int] = set()
+    for provider_id in provider_ids:
+        index = fleet.index_by_id.get(provider_id)
+        if index is not None:
+            roots.add(providers[providers[index].root].id)
+    return roots
+
+
+# Freeze the garbage collector's view after a full load, a patch of a copy and every
+# FREEZE_EVERY patches.
 FREEZE_EVERY = 256
 # Beyond these, a whole reload is cheaper (or the IN lists too long).
 MAX_TOUCHED = 2000
@@ -268,6 +279,7 @@ class SqlFleetSource:
         self._local = threading.local()
         self.full_loads = 0  # counters (tests, diagnostics)
         self.patches = 0
+        self.patches_in_place = 0  # patches of a snapshot no one else held (``snapshot``)
 
     def _sqlite_conn(self) -> Connection:
         """This thread's connection for fleet reads on SQLite (no connection pool there), which
@@ -295,40 +307,68 @@ class SqlFleetSource:
 
     def snapshot(self) -> FleetSnapshot:
         """The fleet as of now: the cached snapshot if no write committed since it was loaded,
-        else that snapshot refreshed (``refresh_fleet``)."""
+        else that snapshot refreshed (``refresh_fleet``).
+
+        The cached snapshot is handed over to the refresh (patched in place, O(touched trees),
+        see ``FleetSnapshot.replace_trees(owned=True)``) when nothing else holds it: it is
+        taken off ``_fleet`` first, so later callers wait for the lock, and its reference count
+        then tells whether a search still runs on it (a copy is patched then, O(fleet))."""
         revision = self._revision()
-        fleet = self._fleet
-        if fleet is not None and fleet.revision == revision:
-            return fleet
+        current = self._fleet
+        if current is not None and current.revision == revision:
+            return current
+        current = None  # no reference of ours to the cached snapshot past this point
         with self._lock:
-            fleet = self._fleet
-            if fleet is not None and fleet.revision >= revision:
-                return fleet
-            previous = fleet
-            fleet = self._load(previous)
-            if previous is not None and fleet.patched_from == previous.revision:
+            if self._fleet is not None and self._fleet.revision >= revision:
+                return self._fleet
+            previous = self._fleet
+            self._fleet = None
+            # ``previous`` and getrefcount's argument: no one else can reach the snapshot
+            owned = previous is not None and sys.getrefcount(previous) == 2
+            previous_revision = previous.revision if previous is not None else None
+            if not owned:
+                # this refresh copies O(fleet) indexes (or loads the fleet): collect the
+                # garbage now, so that freezing the new snapshot below pins none
+                gc.collect()
+            try:
+                fleet = self._load(previous, owned=owned)
+            except BaseException:
+                if previous is not None and not previous.handed_over:
+                    self._fleet = previous  # untouched (a handed-over one may be half patched)
+                raise
+            in_place = previous is not None and previous.handed_over
+            del previous
+            if fleet.patched_from is not None and fleet.patched_from == previous_revision:
                 self.patches += 1
+                self.patches_in_place += in_place
             else:
                 self.full_loads += 1
             self._fleet = fleet
-            if fleet.patched_from is None or self.patches % FREEZE_EVERY == 0:
+            if fleet.patched_from is None or not in_place or self.patches % FREEZE_EVERY == 0:
                 # The snapshot is long-lived and acyclic: keep the cyclic garbage collector from
-                # rescanning its ~10 objects per provider on every full collection during
-                # searches. Patches add few objects, so they are frozen only now and then (a
-                # freeze also pins whatever cyclic garbage exists at that moment).
+                # rescanning it during searches (a load makes ~10 objects per provider; a patch
+                # of a copy makes lists and dicts the size of the fleet, which every young
+                # collection would walk until they age). A patch in place adds a few objects
+                # per tree, so those are frozen only now and then. A freeze also pins whatever
+                # cyclic garbage exists at that moment (collected above when not handed over).
                 gc.unfreeze()
                 gc.freeze()
             return fleet
 
-    def _load(self, previous: FleetSnapshot | None) -> FleetSnapshot:
+    def _load(self, previous: FleetSnapshot | None, *, owned: bool = False) -> FleetSnapshot:
         """Load (``previous`` None) or refresh in one consistent read transaction: SQLite's
-        deferred read transaction, REPEATABLE READ on PostgreSQL and MariaDB."""
+        deferred read transaction, REPEATABLE READ on PostgreSQL and MariaDB; ``owned``: see
+        ``refresh_fleet``."""
         engine = self.database.engine
         if self.database.dialect == "sqlite":
             conn = self._sqlite_conn()
             try:
                 with conn.begin():
-                    return load_fleet(conn) if previous is None else refresh_fleet(conn, previous)
+                    return (
+                        load_fleet(conn)
+                        if previous is None
+                        else refresh_fleet(conn, previous, owned=owned)
+                    )
             except Exception:
                 self._local.conn = None
                 conn.close()
@@ -336,4 +376,8 @@ class SqlFleetSource:
         with engine.connect() as conn:
             conn = conn.execution_options(isolation_level="REPEATABLE READ")
             with conn.begin():
-                return load_fleet(conn) if previous is None else refresh_fleet(conn, previous)
+                return (
+                    load_fleet(conn)
+                    if previous is None
+                    else refresh_fleet(conn, previous, owned=owned)
+                )
