@@ -5,8 +5,9 @@ and per resource class inventory with usage. It is built once from plain rows (t
 in ``placement_numa.db.repositories.fleet``) and tagged with the ``placement_revision`` it reflects;
 when the revision moves, the engine derives a new snapshot with the touched trees replaced
 (``replace_trees``; design notes: "fleet state in memory, always fresh"), sharing every untouched
-provider and, when no provider came, went or moved, every structural index with the old one.
-Nothing here imports SQLAlchemy or FastAPI.
+provider and, when no provider came, went or moved, every structural index with the old one; a
+snapshot nothing else holds is handed over, its indexes patched in place (O(touched trees), not
+O(fleet)). Nothing here imports SQLAlchemy or FastAPI.
 
 Providers are addressed by a dense index (``0..n-1``, in database id order), so the search works
 on small integers; uuids are only used at the edges. Patched snapshots keep indices stable (new
