@@ -102,8 +102,9 @@ def subtree(state: State, pid: int) -> set[int]:
 
 
 @st.composite
-def edits(draw: Any, state: State) -> State:
-    """``state`` after 1-3 random writes."""
+def edits(draw: Any, state: State, max_id: int) -> State:
+    """``state`` after 1-3 random writes (new providers get ids above ``max_id``, as a
+    database sequence hands out)."""
     state = {
         pid: {
             **p,
@@ -122,7 +123,7 @@ def edits(draw: Any, state: State) -> State:
         )
         ids = sorted(state)
         if kind == "add" or not ids:
-            new_id = max(ids, default=0) + 1
+            new_id = max_id = max([max_id, *ids]) + 1
             parent = draw(st.one_of(st.none(), st.sampled_from(ids))) if ids else None
             state[new_id] = {
                 "parent": parent,
@@ -224,7 +225,7 @@ def test_patches_share_structure_and_equal_a_fresh_build(data: st.DataObject) ->
     state = state_of(current)
     held: list[tuple[FleetSnapshot, dict[str, Any], list[Any]]] = []
     for revision in range(2, 2 + data.draw(st.integers(1, 4))):
-        new_state = data.draw(edits(state))
+        new_state = data.draw(edits(state, current.max_id))
         roots = touched_roots(state, new_state)
         replaced = [pid for pid in new_state if root_of(new_state, pid) in roots]
         owned = data.draw(st.booleans())
@@ -254,6 +255,10 @@ def test_patches_share_structure_and_equal_a_fresh_build(data: st.DataObject) ->
         stale |= new_indices
         stale |= {("root", r) for r in new_roots} | {("root-q", r) for r in new_roots}
         check_caches(cached, patched, stale)
+        for rc in RCS:  # patched per class from the old snapshot's sets (sharing included)
+            assert {patched.uuids[r] for r in patched.roots_having(rc)} == {
+                fresh.uuids[r] for r in fresh.roots_having(rc)
+            }, rc
         assert bodies(patched) == bodies(fresh)
         warm(patched)
         current, state = patched, new_state

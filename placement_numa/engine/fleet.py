@@ -411,11 +411,13 @@ class FleetSnapshot:
             and not any(p.sharing for p in before.values())
             and not any(plist[i].sharing for i in loaded)
         ):
+            shared_into = new.shared_into  # as in ``old``: no sharing provider changed
             for rc, roots in old.class_roots.items():
                 having = {
                     root
                     for root, members in new_trees.items()
                     if any(rc in plist[m].inventories for m in members)
+                    or any(rc in plist[sp].inventories for sp in shared_into.get(root, ()))
                 }
                 if having == (roots & old_roots) and old_roots == set(new_trees):
                     new.class_roots[rc] = roots  # same trees hold the class: share the set
