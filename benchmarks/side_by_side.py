@@ -387,11 +387,10 @@ def main() -> int:
                 )
     seed_up = up.get("seed")
     ratio = f"{mine['seed']['rate'] / seed_up['rate']:.1f}x" if seed_up else ""
-    cpu_ratio = (
-        f" (services' CPU per provider: {seed_up['cpu_services'] / mine['seed']['cpu_services']:.1f}x)"
-        if seed_up and mine["seed"]["cpu_services"]
-        else ""
-    )
+    cpu_ratio = ""
+    if seed_up and mine["seed"]["cpu_services"]:
+        less = seed_up["cpu_services"] / mine["seed"]["cpu_services"]
+        cpu_ratio = f" (services' CPU per provider: {less:.1f}x)"
     print(
         f"| seeding through the API | {mine['seed']['rate']:.0f} providers/s"
         f" ({mine['seed']['how']}; {mine['retries']} retried 5xx)"

@@ -350,7 +350,10 @@ class SqlFleetSource:
                 # of a copy makes lists and dicts the size of the fleet, which every young
                 # collection would walk until they age). A patch in place adds a few objects
                 # per tree, so those are frozen only now and then. A freeze also pins whatever
-                # cyclic garbage exists at that moment (collected above when not handed over).
+                # cyclic garbage exists at that moment: collected above when not handed over,
+                # here when patched in place (a young collection: the fleet is still frozen).
+                if in_place:
+                    gc.collect()
                 gc.unfreeze()
                 gc.freeze()
             return fleet
