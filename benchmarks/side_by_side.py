@@ -342,6 +342,10 @@ def main() -> int:
                             headers=HEADERS,
                         )
                         results[side][(name, "hosts50")] = distinct_hosts(r.json())
+                    # item 7: the unfiltered provider list (every provider of the fleet)
+                    p50, r = timed(client, "/resource_providers", args.repeat)
+                    results[side]["list"] = (p50, len(r.json()["resource_providers"]))
+                    print(f"{side:9}GET /resource_providers {p50:10.1f} ms", flush=True)
                 if args.writers:
                     results[side]["writers"] = writers(base, hosts, args.writers)
                     print(f"{side:9}writers   {results[side]['writers']}", flush=True)
@@ -403,6 +407,13 @@ def main() -> int:
             f"| distinct hosts, {name} limit 50 | depth-first {mine[(name, 'hosts50')]},"
             f" breadth-first {mine[(name, 'hosts50-bf')]} | {up.get((name, 'hosts50'), '-')} | | |"
         )
+    listed, count = mine["list"]
+    up_listed = up["list"][0] if "list" in up else None
+    print(
+        f"| GET /resource_providers ({count} providers) | {listed:.1f} ms"
+        f" | {f'{up_listed:.1f} ms' if up_listed else '-'}"
+        f" | {f'{up_listed / listed:.0f}x' if up_listed else ''} | |"
+    )
     if args.writers:
         print(f"| 4 writers, ours | {mine['writers']} |")
         if "writers" in up:

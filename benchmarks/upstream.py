@@ -132,18 +132,29 @@ def upstream_placement(
     if sync.returncode != 0:
         shutil.rmtree(workdir, ignore_errors=True)
         raise RuntimeError(f"placement-manage db sync failed: {sync.stderr[-2000:]}")
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [str(bin_dir / "gunicorn"), "--workers", str(workers), "--bind"]
-            + [f"127.0.0.1:{port}", "--timeout", "600", "placement.wsgi.api:application"],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
     base = f"http://127.0.0.1:{port}"
+    # On a fresh database each worker syncs os-traits as it boots; two workers racing there
+    # can both fail ("Worker failed to boot", IntegrityError). The winner's rows stay, so a
+    # second start finds the traits and boots.
+    for attempt in range(3):
+        with log.open("wb") as out:
+            proc = subprocess.Popen(
+                [str(bin_dir / "gunicorn"), "--workers", str(workers), "--bind"]
+                + [f"127.0.0.1:{port}", "--timeout", "600", "placement.wsgi.api:application"],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        try:
+            _wait_up(base, proc, log)
+            break
+        except RuntimeError:
+            proc.wait()
+            if attempt == 2 or "Worker failed to boot" not in log.read_text():
+                shutil.rmtree(workdir, ignore_errors=True)
+                raise
     try:
-        _wait_up(base, proc, log)
         yield base
     finally:
         if proc.poll() is None:
