@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
 import orjson
@@ -37,10 +37,11 @@ __all__ = [
 _JSON_MEDIA = ("application/json", "application/*", "*/*")
 
 
-def check_accept(request: Request) -> None:
+async def check_accept(request: Request) -> None:
     """406 when a GET's ``Accept`` header names media types but none that gives JSON
     (Placement's ``check_accept``); an absent header is fine. Installed app-wide by
-    ``create_app``; it only looks at GET and HEAD requests."""
+    ``create_app``; it only looks at GET and HEAD requests. ``async`` (it never blocks): FastAPI
+    runs it on the event loop instead of handing it to the thread pool."""
     if request.method not in ("GET", "HEAD"):
         return
     accept = request.headers.get("accept")
@@ -94,8 +95,19 @@ async def get_json_body(request: Request) -> Any:
     return document
 
 
-VersionDep = Annotated[mv.Microversion, Depends(get_version)]
-DatabaseDep = Annotated[Database, Depends(get_database)]
+# The dependencies are ``async`` wrappers of the plain functions: FastAPI hands every ``def``
+# dependency to the thread pool (a thread switch and a few hundred microseconds of CPU each);
+# these never block, so they run on the event loop.
+async def _version_dependency(request: Request) -> mv.Microversion:
+    return get_version(request)
+
+
+async def _database_dependency(request: Request) -> Database:
+    return get_database(request)
+
+
+VersionDep = Annotated[mv.Microversion, Depends(_version_dependency)]
+DatabaseDep = Annotated[Database, Depends(_database_dependency)]
 JsonBody = Annotated[Any, Depends(get_json_body)]
 
 
@@ -106,12 +118,12 @@ class _VersionGate:
     def __init__(self, min_version: mv.Microversion) -> None:
         self.min_version = min_version
 
-    def __call__(self, request: Request) -> None:
+    async def __call__(self, request: Request) -> None:
         if get_version(request) < self.min_version:
             raise NotFound("The resource could not be found.")
 
 
-def require_version(minimum: mv.Microversion) -> Callable[[Request], None]:
+def require_version(minimum: mv.Microversion) -> Callable[[Request], Awaitable[None]]:
     """A route dependency: 404 (as Placement) when the request's microversion is below
     ``minimum``."""
     return _VersionGate(minimum)

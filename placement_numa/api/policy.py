@@ -91,8 +91,10 @@ def _below_version_gate(request: Request, route: Any) -> bool:
     return False
 
 
-def enforce_policy(request: Request) -> None:
+async def enforce_policy(request: Request) -> None:
     """App-wide dependency: the route's policy rule for the caller. See the module docstring.
+    ``async``: it does no I/O but oslo.policy's check of the policy file's modification time, so
+    it runs on the event loop rather than taking a thread-pool round trip.
 
     Raises ``Forbidden`` (403); a route without a rule is refused (the table must cover every
     route: ``tests/test_policy.py`` checks it).
