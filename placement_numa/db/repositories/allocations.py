@@ -23,8 +23,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import Select, bindparam, delete, func, insert, select
 from sqlalchemy.engine import Connection
 
 from placement_numa.db.repositories import changes, names, providers
@@ -116,16 +117,54 @@ def get_by_provider(conn: Connection, provider_id: int) -> list[ProviderAllocati
     return [ProviderAllocationRow(*row) for row in rows]
 
 
+# The statements of ``replace_allocations``, built once (building a statement and computing
+# its cache key on every execution cost about as much CPU as running it).
+_OF_CONSUMERS = allocations.c.consumer_id.in_(bindparam("uuids", expanding=True))
+_OLD_PROVIDER_IDS = select(allocations.c.resource_provider_id).where(_OF_CONSUMERS).distinct()
+_OLD_ROWS = (
+    allocations.c.resource_provider_id,
+    allocations.c.resource_class_id,
+    allocations.c.used,
+)
+_SELECT_OLD = select(*_OLD_ROWS).where(_OF_CONSUMERS)
+_DELETE = delete(allocations).where(_OF_CONSUMERS)
+_DELETE_RETURNING = _DELETE.returning(*_OLD_ROWS)
+_INSERT = insert(allocations)
+
+
+def _build_limits_and_usage() -> Select[Any]:
+    inv = inventories.c
+    usage = (
+        select(func.sum(allocations.c.used))
+        .where(
+            allocations.c.resource_provider_id == inv.resource_provider_id,
+            allocations.c.resource_class_id == inv.resource_class_id,
+        )
+        .scalar_subquery()
+    )
+    return select(
+        inv.resource_provider_id,
+        inv.resource_class_id,
+        inv.total,
+        inv.reserved,
+        inv.min_unit,
+        inv.max_unit,
+        inv.step_size,
+        inv.allocation_ratio,
+        usage,
+    ).where(
+        inv.resource_provider_id.in_(bindparam("pids", expanding=True)),
+        inv.resource_class_id.in_(bindparam("cids", expanding=True)),
+    )
+
+
+_LIMITS_AND_USAGE = _build_limits_and_usage()
+
+
 def _old_provider_ids(conn: Connection, consumer_uuids: Sequence[str]) -> set[int]:
     if not consumer_uuids:
         return set()
-    return set(
-        conn.execute(
-            select(allocations.c.resource_provider_id)
-            .where(allocations.c.consumer_id.in_(list(consumer_uuids)))
-            .distinct()
-        ).scalars()
-    )
+    return set(conn.execute(_OLD_PROVIDER_IDS, {"uuids": list(consumer_uuids)}).scalars())
 
 
 def _resolve(
@@ -337,7 +376,7 @@ def replace_allocations(
         for item, provider_uuid, rc, amount in singles
     ]
     if rows:
-        conn.execute(insert(allocations), rows)
+        conn.execute(_INSERT, rows)
 
     # Every provider locked above receives allocations or lost a consumer being emptied.
     generations = providers.bump_generations(conn, locked)
@@ -349,19 +388,12 @@ def replace_allocations(
 def _delete_returning(conn: Connection, uuids: Sequence[str]) -> list[tuple[int, int, int]]:
     """Delete the allocations of ``uuids``; returns them as ``(provider_id, class_id, used)``
     (``DELETE ... RETURNING`` where the database has it: one round trip)."""
-    statement = delete(allocations).where(allocations.c.consumer_id.in_(list(uuids)))
-    columns = (
-        allocations.c.resource_provider_id,
-        allocations.c.resource_class_id,
-        allocations.c.used,
-    )
+    params = {"uuids": list(uuids)}
     if conn.dialect.delete_returning:
-        found = conn.execute(statement.returning(*columns)).all()
+        found = conn.execute(_DELETE_RETURNING, params).all()
     else:
-        found = conn.execute(
-            select(*columns).where(allocations.c.consumer_id.in_(list(uuids)))
-        ).all()
-        conn.execute(statement)
+        found = conn.execute(_SELECT_OLD, params).all()
+        conn.execute(_DELETE, params)
     return [(int(p), int(c), int(u)) for p, c, u in found]
 
 
@@ -374,28 +406,7 @@ def _limits_and_usage(
     pids, cids = sorted(set(provider_ids)), sorted(set(class_ids))
     if not pids or not cids:
         return {}, {}
-    inv = inventories.c
-    usage = (
-        select(func.sum(allocations.c.used))
-        .where(
-            allocations.c.resource_provider_id == inv.resource_provider_id,
-            allocations.c.resource_class_id == inv.resource_class_id,
-        )
-        .scalar_subquery()
-    )
-    rows = conn.execute(
-        select(
-            inv.resource_provider_id,
-            inv.resource_class_id,
-            inv.total,
-            inv.reserved,
-            inv.min_unit,
-            inv.max_unit,
-            inv.step_size,
-            inv.allocation_ratio,
-            usage,
-        ).where(inv.resource_provider_id.in_(pids), inv.resource_class_id.in_(cids))
-    )
+    rows = conn.execute(_LIMITS_AND_USAGE, {"pids": pids, "cids": cids})
     limits: dict[tuple[int, int], InventoryLimits] = {}
     used: dict[tuple[int, int], int] = {}
     for p, c, t, r, mn, mx, s, ratio, amount in rows:

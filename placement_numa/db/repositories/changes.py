@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import delete, event, insert, select
+from sqlalchemy import bindparam, delete, event, insert, select
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.dml import Delete, Insert, Update
 
@@ -129,13 +129,15 @@ def record(conn: Connection, revision: int) -> None:
         )
         if pending.names or not rows:
             rows.append({"revision": revision, "kind": NAMES, "provider_id": None})
-    conn.execute(insert(t.placement_changes), rows)
+    conn.execute(_INSERT, rows)
     if revision % PRUNE_EVERY == 0:
-        conn.execute(
-            delete(t.placement_changes).where(
-                t.placement_changes.c.revision <= revision - KEEP_REVISIONS
-            )
-        )
+        conn.execute(_PRUNE, {"oldest_kept": revision - KEEP_REVISIONS + 1})
+
+
+_INSERT = insert(t.placement_changes)
+_PRUNE = delete(t.placement_changes).where(
+    t.placement_changes.c.revision < bindparam("oldest_kept")
+)
 
 
 def changes_since(conn: Connection, revision: int) -> list[tuple[int, str, int | None]]:

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Select, delete, insert, select, update
+from sqlalchemy import Select, bindparam, delete, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
@@ -49,30 +49,46 @@ class ConsumerRow:
     consumer_type: str | None
 
 
-def _select() -> Select[Any]:
-    return (
-        select(
-            consumers.c.id,
-            consumers.c.uuid,
-            consumers.c.generation,
-            consumers.c.project_id,
-            consumers.c.user_id,
-            projects.c.external_id.label("project_external_id"),
-            users.c.external_id.label("user_external_id"),
-            consumers.c.consumer_type_id,
-            consumer_types.c.name.label("consumer_type"),
-        )
-        .select_from(consumers)
-        .join(projects, projects.c.id == consumers.c.project_id)
-        .join(users, users.c.id == consumers.c.user_id)
-        .outerjoin(consumer_types, consumer_types.c.id == consumers.c.consumer_type_id)
+# Statements built once: a ``Select`` is immutable, and building one (and computing its cache
+# key on every execution) cost about as much CPU as running it (bound values are bind
+# parameters; IN lists are expanding parameters).
+_CONSUMERS: Select[Any] = (
+    select(
+        consumers.c.id,
+        consumers.c.uuid,
+        consumers.c.generation,
+        consumers.c.project_id,
+        consumers.c.user_id,
+        projects.c.external_id.label("project_external_id"),
+        users.c.external_id.label("user_external_id"),
+        consumers.c.consumer_type_id,
+        consumer_types.c.name.label("consumer_type"),
     )
+    .select_from(consumers)
+    .join(projects, projects.c.id == consumers.c.project_id)
+    .join(users, users.c.id == consumers.c.user_id)
+    .outerjoin(consumer_types, consumer_types.c.id == consumers.c.consumer_type_id)
+)
+_BY_UUID = _CONSUMERS.where(consumers.c.uuid == bindparam("uuid"))
+_BY_UUIDS = _CONSUMERS.where(consumers.c.uuid.in_(bindparam("uuids", expanding=True)))
+_CAS_GENERATION = (
+    update(consumers)
+    .where(consumers.c.id == bindparam("b_id"), consumers.c.generation == bindparam("b_seen"))
+    .values(generation=bindparam("b_new"), updated_at=bindparam("b_now"))
+)
+_GENERATION = select(consumers.c.generation).where(consumers.c.id == bindparam("b_id"))
+_WITH_ALLOCATIONS = (
+    select(allocations.c.consumer_id)
+    .where(allocations.c.consumer_id.in_(bindparam("uuids", expanding=True)))
+    .distinct()
+)
+_DELETE = delete(consumers).where(consumers.c.uuid.in_(bindparam("uuids", expanding=True)))
 
 
 def get_by_uuid(conn: Connection, uuid: str) -> ConsumerRow | None:
     """The consumer ``uuid``, or ``None`` when it has no record."""
-    row = conn.execute(_select().where(consumers.c.uuid == uuid)).mappings().first()
-    return ConsumerRow(**row) if row else None
+    row = conn.execute(_BY_UUID, {"uuid": uuid}).first()
+    return ConsumerRow(*row) if row else None
 
 
 def get_by_uuids(conn: Connection, uuids: Iterable[str]) -> dict[str, ConsumerRow]:
@@ -80,8 +96,8 @@ def get_by_uuids(conn: Connection, uuids: Iterable[str]) -> dict[str, ConsumerRo
     wanted = sorted(set(uuids))
     if not wanted:
         return {}
-    rows = conn.execute(_select().where(consumers.c.uuid.in_(wanted))).mappings()
-    return {row["uuid"]: ConsumerRow(**row) for row in rows}
+    rows = conn.execute(_BY_UUIDS, {"uuids": wanted})
+    return {row[1]: ConsumerRow(*row) for row in rows}
 
 
 def create(
@@ -109,14 +125,9 @@ def create(
         "consumer_type_id": consumer_type_id,
         "created_at": utcnow(),
     }
-    if conn.dialect.name in _ON_CONFLICT and conn.dialect.insert_returning:  # no savepoint
-        statement = (
-            _ON_CONFLICT[conn.dialect.name](consumers)
-            .values(**values)
-            .on_conflict_do_nothing(index_elements=[consumers.c.uuid])
-            .returning(consumers.c.id)
-        )
-        new_id = conn.execute(statement).scalar()
+    statement = _INSERT_OR_NOTHING.get(conn.dialect.name)
+    if statement is not None and conn.dialect.insert_returning:  # no savepoint
+        new_id = conn.execute(statement, values).scalar()
         if new_id is None:
             return None
         if names is not None:
@@ -141,7 +152,14 @@ def create(
     return get_by_uuid(conn, uuid)
 
 
-_ON_CONFLICT: dict[str, Any] = {"postgresql": pg_insert, "sqlite": sqlite_insert}
+# INSERT ... ON CONFLICT (uuid) DO NOTHING RETURNING id, by dialect (the values are the
+# execution's parameters).
+_INSERT_OR_NOTHING: dict[str, Any] = {
+    name: make(consumers)
+    .on_conflict_do_nothing(index_elements=[consumers.c.uuid])
+    .returning(consumers.c.id)
+    for name, make in (("postgresql", pg_insert), ("sqlite", sqlite_insert))
+}
 
 
 def ensure_consumer_type(conn: Connection, name: str) -> int:
@@ -177,14 +195,11 @@ def increment_generation(conn: Connection, consumer: ConsumerRow, expected: int)
     ``placement.concurrent_update``) when it moved. Returns the new generation.
     """
     result = conn.execute(
-        update(consumers)
-        .where(consumers.c.id == consumer.id, consumers.c.generation == expected)
-        .values(generation=expected + 1, updated_at=utcnow())
+        _CAS_GENERATION,
+        {"b_id": consumer.id, "b_seen": expected, "b_new": expected + 1, "b_now": utcnow()},
     )
     if result.rowcount != 1:
-        current = conn.execute(
-            select(consumers.c.generation).where(consumers.c.id == consumer.id)
-        ).scalar()
+        current = conn.execute(_GENERATION, {"b_id": consumer.id}).scalar()
         raise ConcurrentUpdate(
             f"consumer generation conflict - expected {current} but got {expected}"
         )
@@ -196,14 +211,8 @@ def delete_if_no_allocations(conn: Connection, uuids: Iterable[str]) -> list[str
     wanted = sorted(set(uuids))
     if not wanted:
         return []
-    with_allocations = set(
-        conn.execute(
-            select(allocations.c.consumer_id)
-            .where(allocations.c.consumer_id.in_(wanted))
-            .distinct()
-        ).scalars()
-    )
+    with_allocations = set(conn.execute(_WITH_ALLOCATIONS, {"uuids": wanted}).scalars())
     empty = [uuid for uuid in wanted if uuid not in with_allocations]
     if empty:
-        conn.execute(delete(consumers).where(consumers.c.uuid.in_(empty)))
+        conn.execute(_DELETE, {"uuids": empty})
     return empty

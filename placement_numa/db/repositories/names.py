@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Select, bindparam, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -22,29 +22,42 @@ __all__ = [
 ]
 
 
-def _lookup(
-    conn: Connection, key: ColumnElement[Any], value: ColumnElement[Any], wanted: Iterable[Any]
-) -> dict[Any, Any]:
+def _lookup_statement(key: ColumnElement[Any], value: ColumnElement[Any]) -> Select[Any]:
+    """``SELECT key, value WHERE key IN :wanted`` (built once per pair: building a statement
+    and its cache key on every execution cost about as much CPU as running it)."""
+    return select(key, value).where(key.in_(bindparam("wanted", expanding=True)))
+
+
+_CLASS_IDS = _lookup_statement(resource_classes.c.name, resource_classes.c.id)
+_CLASS_NAMES = _lookup_statement(resource_classes.c.id, resource_classes.c.name)
+_TRAIT_IDS = _lookup_statement(traits.c.name, traits.c.id)
+_OWNER_IDS = select(
+    select(projects.c.id).where(projects.c.external_id == bindparam("project")).scalar_subquery(),
+    select(users.c.id).where(users.c.external_id == bindparam("user")).scalar_subquery(),
+)
+
+
+def _lookup(conn: Connection, statement: Select[Any], wanted: Iterable[Any]) -> dict[Any, Any]:
     """``{key: value}`` for the rows whose ``key`` is in ``wanted`` (one query; none if empty)."""
     wanted = set(wanted)
     if not wanted:
         return {}
-    return {k: v for k, v in conn.execute(select(key, value).where(key.in_(wanted)))}
+    return {k: v for k, v in conn.execute(statement, {"wanted": sorted(wanted)})}
 
 
 def resource_class_ids(conn: Connection, names: Iterable[str]) -> dict[str, int]:
     """``{name: id}`` for the resource classes among ``names`` that exist (unknown ones absent)."""
-    return _lookup(conn, resource_classes.c.name, resource_classes.c.id, names)
+    return _lookup(conn, _CLASS_IDS, names)
 
 
 def resource_class_names(conn: Connection, ids: Iterable[int]) -> dict[int, str]:
     """``{id: name}`` for the given resource class ids."""
-    return _lookup(conn, resource_classes.c.id, resource_classes.c.name, ids)
+    return _lookup(conn, _CLASS_NAMES, ids)
 
 
 def trait_ids(conn: Connection, names: Iterable[str]) -> dict[str, int]:
     """``{name: id}`` for the traits among ``names`` that exist (unknown ones absent)."""
-    return _lookup(conn, traits.c.name, traits.c.id, names)
+    return _lookup(conn, _TRAIT_IDS, names)
 
 
 def ensure_external_id(conn: Connection, table_name: str, external_id: str) -> int:
@@ -57,12 +70,7 @@ def ensure_external_id(conn: Connection, table_name: str, external_id: str) -> i
 def ensure_owner_ids(conn: Connection, project: str, user: str) -> tuple[int, int]:
     """The internal ids of project ``project`` and user ``user`` (external ids), looked up in
     one query and created on first use (safe against a concurrent insert of the same id)."""
-    found = conn.execute(
-        select(
-            select(projects.c.id).where(projects.c.external_id == project).scalar_subquery(),
-            select(users.c.id).where(users.c.external_id == user).scalar_subquery(),
-        )
-    ).one()
+    found = conn.execute(_OWNER_IDS, {"project": project, "user": user}).one()
     project_id, user_id = found
     if project_id is None:
         project_id = insert_or_find_id(conn, projects, "external_id", project, created_at=utcnow())

@@ -12,6 +12,7 @@ from sqlalchemy import (
     BigInteger,
     Select,
     and_,
+    bindparam,
     case,
     delete,
     func,
@@ -110,12 +111,30 @@ def _build_select_providers() -> Select[Any]:
 
 
 _PROVIDERS_SELECT = _build_select_providers()
+# The statements of the write paths, built once (building a statement and computing its cache
+# key on every execution cost about as much CPU as running it); values are bind parameters.
+_BY_UUID = _PROVIDERS_SELECT.where(rp.c.uuid == bindparam("uuid"))
+_BY_UUIDS = _PROVIDERS_SELECT.where(rp.c.uuid.in_(bindparam("uuids", expanding=True)))
+_BY_ID = _PROVIDERS_SELECT.where(rp.c.id == bindparam("id"))
+_CAS_GENERATION = (
+    update(rp)
+    .where(rp.c.id == bindparam("b_id"), rp.c.generation == bindparam("b_seen"))
+    .values(generation=bindparam("b_new"), updated_at=bindparam("b_now"))
+)
+_IDS_IN = rp.c.id.in_(bindparam("ids", expanding=True))
+_LOCK = select(rp.c.id).where(_IDS_IN).order_by(rp.c.id).with_for_update()
+_TRY_LOCK = select(rp.c.id).where(_IDS_IN).order_by(rp.c.id).with_for_update(skip_locked=True)
+_GENERATIONS = select(rp.c.id, rp.c.uuid, rp.c.generation).where(_IDS_IN)
+_LOCK_GENERATIONS = _GENERATIONS.order_by(rp.c.id).with_for_update()
+_BUMP_GENERATIONS = (
+    update(rp).where(_IDS_IN).values(generation=rp.c.generation + 1, updated_at=bindparam("b_now"))
+)
 
 
 def get_by_uuid(conn: Connection, uuid: str) -> ProviderRow | None:
     """The provider with ``uuid``, or ``None``."""
-    row = conn.execute(_select_providers().where(rp.c.uuid == uuid)).mappings().first()
-    return ProviderRow(**row) if row else None
+    row = conn.execute(_BY_UUID, {"uuid": uuid}).first()
+    return ProviderRow(*row) if row else None
 
 
 def require_by_uuid(
@@ -139,14 +158,14 @@ def get_by_uuids(conn: Connection, uuids: Iterable[str]) -> dict[str, ProviderRo
     wanted = sorted(set(uuids))
     if not wanted:
         return {}
-    rows = conn.execute(_select_providers().where(rp.c.uuid.in_(wanted))).mappings()
-    return {row["uuid"]: ProviderRow(**row) for row in rows}
+    rows = conn.execute(_BY_UUIDS, {"uuids": wanted})
+    return {row[1]: ProviderRow(*row) for row in rows}
 
 
 def get_by_id(conn: Connection, provider_id: int) -> ProviderRow | None:
     """The provider with internal id ``provider_id``, or ``None``."""
-    row = conn.execute(_select_providers().where(rp.c.id == provider_id)).mappings().first()
-    return ProviderRow(**row) if row else None
+    row = conn.execute(_BY_ID, {"id": provider_id}).first()
+    return ProviderRow(*row) if row else None
 
 
 def increment_generation(
@@ -157,9 +176,8 @@ def increment_generation(
     ``placement.concurrent_update``) when another writer moved it."""
     seen = provider.generation if expected is None else expected
     result = conn.execute(
-        update(rp)
-        .where(rp.c.id == provider.id, rp.c.generation == seen)
-        .values(generation=seen + 1, updated_at=utcnow())
+        _CAS_GENERATION,
+        {"b_id": provider.id, "b_seen": seen, "b_new": seen + 1, "b_now": utcnow()},
     )
     if result.rowcount != 1:
         raise ConcurrentUpdate(
@@ -177,12 +195,7 @@ def lock_providers(conn: Connection, provider_ids: list[int]) -> None:
     """
     if not provider_ids or conn.dialect.name == "sqlite":
         return
-    conn.execute(
-        select(rp.c.id)
-        .where(rp.c.id.in_(sorted(set(provider_ids))))
-        .order_by(rp.c.id)
-        .with_for_update()
-    ).all()
+    conn.execute(_LOCK, {"ids": sorted(set(provider_ids))}).all()
 
 
 def lock_generations(conn: Connection, provider_ids: Iterable[int]) -> dict[int, tuple[str, int]]:
@@ -192,10 +205,8 @@ def lock_generations(conn: Connection, provider_ids: Iterable[int]) -> dict[int,
     wanted = sorted(set(provider_ids))
     if not wanted:
         return {}
-    statement = select(rp.c.id, rp.c.uuid, rp.c.generation).where(rp.c.id.in_(wanted))
-    if conn.dialect.name != "sqlite":
-        statement = statement.order_by(rp.c.id).with_for_update()
-    return {int(i): (str(u), int(g)) for i, u, g in conn.execute(statement)}
+    statement = _GENERATIONS if conn.dialect.name == "sqlite" else _LOCK_GENERATIONS
+    return {int(i): (str(u), int(g)) for i, u, g in conn.execute(statement, {"ids": wanted})}
 
 
 def bump_generations(conn: Connection, locked: dict[int, tuple[str, int]]) -> dict[str, int]:
@@ -204,11 +215,7 @@ def bump_generations(conn: Connection, locked: dict[int, tuple[str, int]]) -> di
     ``{uuid: new_generation}``. Raises ``ConcurrentUpdate`` (409) if a row moved anyway."""
     if not locked:
         return {}
-    result = conn.execute(
-        update(rp)
-        .where(rp.c.id.in_(sorted(locked)))
-        .values(generation=rp.c.generation + 1, updated_at=utcnow())
-    )
+    result = conn.execute(_BUMP_GENERATIONS, {"ids": sorted(locked), "b_now": utcnow()})
     if result.rowcount != len(locked):
         raise ConcurrentUpdate(
             "resource provider generation conflict: a provider changed while locked."
@@ -226,12 +233,7 @@ def try_lock_providers(conn: Connection, provider_ids: list[int]) -> bool:
     wanted = sorted(set(provider_ids))
     if not wanted or conn.dialect.name == "sqlite":
         return True
-    got = conn.execute(
-        select(rp.c.id)
-        .where(rp.c.id.in_(wanted))
-        .order_by(rp.c.id)
-        .with_for_update(skip_locked=True)
-    ).all()
+    got = conn.execute(_TRY_LOCK, {"ids": wanted}).all()
     return len(got) == len(wanted)
 
 
