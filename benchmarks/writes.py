@@ -13,8 +13,10 @@ a new consumer, PUT /allocations replacing a consumer's allocations):
 
 Then (unless ``--no-http``) it serves a second fresh database with ``placement-numa serve`` on
 ``--port`` (2 workers), seeds the same fleet over HTTP from 16 threads (``side_by_side.seed``:
-providers/s) and runs ``--writers`` PUT /allocations from 4 threads (``side_by_side.writers``):
-writes/s, p50, p99, max.
+providers/s) and runs ``--writers`` PUT /allocations from 4 threads (``side_by_side.writers``,
+one keep-alive client per thread): writes/s, p50, p99, max, and the CPU per write of the
+service's processes, of the PostgreSQL backends of its database and of this client
+(``proc_cpu.py``).
 
     python benchmarks/writes.py --hosts 20 --cells 2 --writers 400 --port 19500
 
@@ -32,7 +34,9 @@ from typing import Any
 
 from candidates import HEADERS  # benchmarks/candidates.py
 from fastapi.testclient import TestClient
+from proc_cpu import cpu_split  # benchmarks/proc_cpu.py
 from side_by_side import (
+    SERVER_PIDS,
     ours,
     postgres_database,
     seed,
@@ -171,12 +175,23 @@ def main() -> int:
         in_process(url, args.hosts, args.cells, args.show_sql)
     if args.no_http:
         return 0
-    with postgres_database(f"pn_writes_http_{args.port}") as url:
+    name = f"pn_writes_http_{args.port}"
+    with postgres_database(name) as url:
         prepare_database(Settings(database_url=url))
         with ours(args.port, url) as base:
             found, rate = seed(base, args.hosts, args.cells)
             print(f"seeding over HTTP (16 threads, 2 workers): {rate:.0f} providers/s")
-            print(f"4 writers over HTTP: {writers(base, found, args.writers)}")
+            before = cpu_split(SERVER_PIDS[base], name)
+            result = writers(base, found, args.writers)
+            after = cpu_split(SERVER_PIDS[base], name)
+            service, postgres, client = (
+                (b - a) * 1000 / args.writers for a, b in zip(before, after, strict=True)
+            )
+            print(f"4 writers over HTTP: {result}")
+            print(
+                f"  CPU ms per write: service {service:.1f} (2 workers), PostgreSQL {postgres:.1f}"
+                f" (its backends), client {client:.1f}"
+            )
     return 0
 
 
