@@ -35,6 +35,7 @@ __all__ = [
     "begin",
     "end",
     "record",
+    "bump_record_and_commit",
     "install",
     "changes_since",
     "PROVIDER",
@@ -115,23 +116,60 @@ def install(engine: Engine) -> None:
         event.listen(engine, "before_execute", _before_execute)
 
 
+def _rows(conn: Connection) -> list[tuple[str, int | None]]:
+    """``(kind, provider_id)`` of the change rows of the transaction on ``conn`` (at least
+    one)."""
+    pending: _Pending | None = conn.info.get(_KEY)
+    if pending is None or pending.everything or (pending.fleet_dml and not pending.providers):
+        return [(ALL, None)]
+    rows: list[tuple[str, int | None]] = [(PROVIDER, p) for p in sorted(pending.providers)]
+    if pending.names or not rows:
+        rows.append((NAMES, None))
+    return rows
+
+
 def record(conn: Connection, revision: int) -> None:
     """Write the change rows of the ending transaction at ``revision`` (its new revision), and
     prune rows older than ``KEEP_REVISIONS`` every ``PRUNE_EVERY`` revisions."""
-    pending: _Pending | None = conn.info.get(_KEY)
-    rows: list[dict[str, Any]] = []
-    if pending is None or pending.everything or (pending.fleet_dml and not pending.providers):
-        rows.append({"revision": revision, "kind": ALL, "provider_id": None})
-    else:
-        rows.extend(
-            {"revision": revision, "kind": PROVIDER, "provider_id": p}
-            for p in sorted(pending.providers)
-        )
-        if pending.names or not rows:
-            rows.append({"revision": revision, "kind": NAMES, "provider_id": None})
-    conn.execute(_INSERT, rows)
+    conn.execute(
+        _INSERT,
+        [{"revision": revision, "kind": kind, "provider_id": p} for kind, p in _rows(conn)],
+    )
     if revision % PRUNE_EVERY == 0:
         conn.execute(_PRUNE, {"oldest_kept": revision - KEEP_REVISIONS + 1})
+
+
+def bump_record_and_commit(conn: Connection) -> None:
+    """PostgreSQL: bump ``placement_revision``, write the change rows at the new revision, prune
+    as ``record`` does, and ``COMMIT``, all in one message (the simple query protocol runs
+    several statements): one round trip.
+
+    The counter row stays locked from its ``UPDATE`` until the commit, and every writer needs
+    it, so whatever happens in between is paid by every writer queued behind. Sent as separate
+    statements, that was three round trips, each waiting for the client process to be scheduled
+    and to get its GIL back; sent at once, the lock is held only while the server runs them
+    (the commit's WAL flush included). The caller's SQLAlchemy transaction then finds nothing
+    left to commit (psycopg's ``commit()`` of an idle connection does nothing); on an error
+    nothing was committed and it rolls back as usual.
+
+    The values are integers (provider ids) and this module's kind constants, written into the
+    statement (a multi-statement message cannot carry bind parameters).
+    """
+    values = ", ".join(
+        f"('{kind}', {'NULL' if p is None else int(p)}::integer)" for kind, p in _rows(conn)
+    )
+    revision, log = t.placement_revision.name, t.placement_changes.name
+    conn.exec_driver_sql(
+        f"WITH bumped AS (UPDATE {revision} SET revision = revision + 1 WHERE id = 1"
+        " RETURNING revision),"
+        f" logged AS (INSERT INTO {log} (revision, kind, provider_id)"
+        " SELECT bumped.revision, c.kind, c.provider_id"
+        f" FROM bumped CROSS JOIN (VALUES {values}) AS c (kind, provider_id))"
+        f" DELETE FROM {log} USING bumped WHERE mod(bumped.revision, {PRUNE_EVERY}) = 0"
+        f" AND {log}.revision <= bumped.revision - {KEEP_REVISIONS};"
+        " COMMIT",
+        execution_options={"no_parameters": True},  # psycopg: simple query protocol
+    )
 
 
 _INSERT = insert(t.placement_changes)
