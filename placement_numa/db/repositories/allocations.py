@@ -221,7 +221,8 @@ def _check_generation(item: ConsumerAllocation, consumer: consumer_repo.Consumer
 def _prepare_consumer(
     conn: Connection, item: ConsumerAllocation, checked: consumer_repo.ConsumerRow | None
 ) -> consumer_repo.ConsumerRow | None:
-    """Create or update the consumer of ``item`` and bump its generation (409 on mismatch).
+    """Create or update the consumer of ``item`` and bump its generation (409 on mismatch); a
+    consumer this write creates is inserted at generation 1 (one statement, not two).
 
     ``checked``: the consumer as read when its generation was checked. When ``item`` names a
     generation, that read is enough: the compare-and-swap of ``increment_generation`` (or the
@@ -245,22 +246,24 @@ def _prepare_consumer(
     if consumer is None:
         if not item.resources:
             return None
-        consumer = consumer_repo.create(
+        created = consumer_repo.create(
             conn,
             item.consumer_uuid,
             project_id=project_id,
             user_id=user_id,
             consumer_type_id=type_id,
             names=(project, user, item.consumer_type),
+            generation=1,  # created and written once: its generation after this write
         )
-        if consumer is None:  # a concurrent writer created it first
-            consumer = consumer_repo.get_by_uuid(conn, item.consumer_uuid)
-            if consumer is None or item.check_generation:
-                raise ConcurrentUpdate(
-                    "consumer generation conflict - expected"
-                    f" {consumer.generation if consumer else None} but got"
-                    f" {item.consumer_generation}"
-                )
+        if created is not None:
+            return created
+        consumer = consumer_repo.get_by_uuid(conn, item.consumer_uuid)  # a concurrent writer's
+        if consumer is None or item.check_generation:
+            raise ConcurrentUpdate(
+                "consumer generation conflict - expected"
+                f" {consumer.generation if consumer else None} but got"
+                f" {item.consumer_generation}"
+            )
     consumer_repo.update_owner(
         conn, consumer, project_id=project_id, user_id=user_id, consumer_type_id=type_id
     )

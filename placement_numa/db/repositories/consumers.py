@@ -108,8 +108,9 @@ def create(
     user_id: int,
     consumer_type_id: int | None,
     names: tuple[str, str, str | None] | None = None,
+    generation: int = 0,
 ) -> ConsumerRow | None:
-    """Insert consumer ``uuid`` at generation 0 and return it.
+    """Insert consumer ``uuid`` at ``generation`` and return it.
 
     ``names``: the project and user external ids and the consumer type name of the ids given,
     when the caller knows them (the row is then built without reading it back).
@@ -121,7 +122,7 @@ def create(
         "uuid": uuid,
         "project_id": project_id,
         "user_id": user_id,
-        "generation": 0,
+        "generation": generation,
         "consumer_type_id": consumer_type_id,
         "created_at": utcnow(),
     }
@@ -135,7 +136,7 @@ def create(
             return ConsumerRow(
                 int(new_id),
                 uuid,
-                0,
+                generation,
                 project_id,
                 user_id,
                 project,
