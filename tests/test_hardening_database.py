@@ -21,6 +21,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from placement_numa.app import create_app, database_for
+from placement_numa.db import resilience
 from placement_numa.errors import ServiceUnavailable
 from placement_numa.settings import Settings
 from tests.backends import TestDatabase
@@ -96,6 +97,22 @@ def test_outage_is_503_with_retry_after_and_recovers(
     assert api.get("/resource_providers").status_code == 200
     assert api.post("/resource_providers", json={"name": "after-outage"}).status_code == 200
     assert api.get("/healthcheck").status_code == 200
+
+
+def test_idle_connection_killed_meanwhile_is_replaced_before_use(
+    proxied: tuple[PlacementAPI, TcpProxy], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database dropped the pooled connections while the worker was idle (a restart, an
+    idle timeout): the next request is still served, because an idle connection is pinged on
+    checkout and a dead one recycles the pool."""
+    monkeypatch.setattr(resilience, "PING_IDLE_AFTER", 0.2)
+    api, proxy = proxied
+    assert api.get("/resource_providers").status_code == 200
+    proxy.cut()  # closes every connection
+    proxy.restore()
+    time.sleep(0.3)
+    assert api.get("/resource_providers").status_code == 200
+    assert api.post("/resource_providers", json={"name": "after-drop"}).status_code == 200
 
 
 def test_healthcheck_shape(api: PlacementAPI) -> None:

@@ -30,9 +30,10 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
 
     SQLite: foreign keys on, WAL journal, a 30 s busy timeout, and write transactions that begin
     with ``BEGIN IMMEDIATE`` (so two writers queue instead of deadlocking on lock upgrade).
-    PostgreSQL and MariaDB: READ COMMITTED, pre-ping, so a capacity check after ``FOR UPDATE`` sees
-    the latest committed allocations; a ``GuardedQueuePool`` (``pool_size``, ``max_overflow``,
-    ``pool_timeout`` in ``kwargs``) whose exhaustion is a 503 (``db.resilience``).
+    PostgreSQL and MariaDB: READ COMMITTED, so a capacity check after ``FOR UPDATE`` sees the
+    latest committed allocations; a ``GuardedQueuePool`` (``pool_size``, ``max_overflow``,
+    ``pool_timeout`` in ``kwargs``) whose exhaustion is a 503 and whose idle connections are
+    pinged on checkout (``db.resilience``).
     """
     if url.startswith("sqlite"):
         engine = create_engine(
@@ -63,7 +64,7 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     return create_engine(
         url,
         isolation_level="READ COMMITTED",
-        pool_pre_ping=True,
+        pool_pre_ping=False,  # idle connections are pinged on checkout (db.resilience)
         poolclass=GuardedQueuePool,
         **kwargs,
     )
