@@ -330,33 +330,42 @@ class SqlFleetSource:
                 # this refresh copies O(fleet) indexes (or loads the fleet): collect the
                 # garbage now, so that freezing the new snapshot below pins none
                 gc.collect()
+            # the load makes ~10 objects per provider, all long-lived: the cyclic collector
+            # would walk the growing heap again and again while it runs (a quarter of a
+            # 700,000-provider load); they are frozen below instead
+            collecting = gc.isenabled()
+            gc.disable()
             try:
-                fleet = self._load(previous, owned=owned)
-            except BaseException:
-                if previous is not None and not previous.handed_over:
-                    self._fleet = previous  # untouched (a handed-over one may be half patched)
-                raise
-            in_place = previous is not None and previous.handed_over
-            del previous
-            if fleet.patched_from is not None and fleet.patched_from == previous_revision:
-                self.patches += 1
-                self.patches_in_place += in_place
-            else:
-                self.full_loads += 1
-            self._fleet = fleet
-            if fleet.patched_from is None or not in_place or self.patches % FREEZE_EVERY == 0:
-                # The snapshot is long-lived and acyclic: keep the cyclic garbage collector from
-                # rescanning it during searches (a load makes ~10 objects per provider; a patch
-                # of a copy makes lists and dicts the size of the fleet, which every young
-                # collection would walk until they age). A patch in place adds a few objects
-                # per tree, so those are frozen only now and then. A freeze also pins whatever
-                # cyclic garbage exists at that moment: collected above when not handed over,
-                # here when patched in place (a young collection: the fleet is still frozen).
-                if in_place:
-                    gc.collect()
-                gc.unfreeze()
-                gc.freeze()
-            return fleet
+                try:
+                    fleet = self._load(previous, owned=owned)
+                except BaseException:
+                    if previous is not None and not previous.handed_over:
+                        self._fleet = previous  # untouched (a handed-over one may be half patched)
+                    raise
+                in_place = previous is not None and previous.handed_over
+                del previous
+                if fleet.patched_from is not None and fleet.patched_from == previous_revision:
+                    self.patches += 1
+                    self.patches_in_place += in_place
+                else:
+                    self.full_loads += 1
+                self._fleet = fleet
+                if fleet.patched_from is None or not in_place or self.patches % FREEZE_EVERY == 0:
+                    # The snapshot is long-lived and acyclic: keep the cyclic garbage collector from
+                    # rescanning it during searches (a load makes ~10 objects per provider; a patch
+                    # of a copy makes lists and dicts the size of the fleet, which every young
+                    # collection would walk until they age). A patch in place adds a few objects
+                    # per tree, so those are frozen only now and then. A freeze also pins whatever
+                    # cyclic garbage exists at that moment: collected above when not handed over,
+                    # here when patched in place (a young collection: the fleet is still frozen).
+                    if in_place:
+                        gc.collect()
+                    gc.unfreeze()
+                    gc.freeze()
+                return fleet
+            finally:
+                if collecting:
+                    gc.enable()  # after the freeze: no young collection walks the load
 
     def _load(self, previous: FleetSnapshot | None, *, owned: bool = False) -> FleetSnapshot:
         """Load (``previous`` None) or refresh in one consistent read transaction: SQLite's
