@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from proc_cpu import descendants  # benchmarks/proc_cpu.py
 
 HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement 1.39"}
 PAGE_SIZES = (
@@ -86,19 +87,6 @@ def peak_rss_mib(pid: int) -> float:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     return 0.0
-
-
-def service_pids(root_pid: int) -> list[int]:
-    pids = [root_pid]
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) in pids:
-                pids.append(int(entry.name))
-    return pids
 
 
 def put(client: httpx.Client, path: str, body: Any, version: str = "1.39") -> httpx.Response:
@@ -504,7 +492,7 @@ def main() -> int:
                 )
             if args.mixed:
                 mixed(client, base, args.hosts, args.mixed)
-        rss = {pid: peak_rss_mib(pid) for pid in service_pids(proc.pid)}
+        rss = {pid: peak_rss_mib(pid) for pid in descendants(proc.pid)}
         print(
             "peak RSS (MiB) per service process:",
             ", ".join(f"{pid}: {mib:.0f}" for pid, mib in rss.items()),

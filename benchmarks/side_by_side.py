@@ -52,6 +52,7 @@ from candidates import (  # benchmarks/candidates.py
     seed_hosts_batch,
     wait_up,
 )
+from proc_cpu import cpu_seconds, descendants  # benchmarks/proc_cpu.py
 from upstream import upstream_placement  # benchmarks/upstream.py
 
 # Upstream knows no MEMORY_PAGE_SIZE_* standard traits (ours are an extension): both services
@@ -153,27 +154,9 @@ class RetryingClient(httpx.Client):
 
 
 def services_cpu_seconds() -> float:
-    """User + system CPU seconds of every live descendant of this process (the services it
-    started: masters and workers), from ``/proc``."""
-    parents: dict[int, int] = {}
-    ticks: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            parents[int(entry.name)] = int(fields[1])
-            ticks[int(entry.name)] = int(fields[11]) + int(fields[12])
-    me = os.getpid()
-    total = 0
-    for pid, used in ticks.items():
-        ancestor = parents.get(pid, 0)
-        while ancestor > 1 and ancestor != me:
-            ancestor = parents.get(ancestor, 0)
-        if ancestor == me:
-            total += used
-    return total / os.sysconf("SC_CLK_TCK")
+    """User + system CPU seconds of the services this process started (masters and workers:
+    every live process below it), from ``/proc``."""
+    return cpu_seconds(descendants(os.getpid())[1:])
 
 
 def seed(base: str, hosts: int, cells: int) -> tuple[list[dict[str, str]], float]:
