@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -207,9 +208,34 @@ def host_chunks(hosts: int, size: int = BATCH_HOSTS) -> list[range]:
     return [range(start, min(hosts, start + size)) for start in range(0, hosts, size)]
 
 
+def insert_fleet_rows(
+    cur: sqlite3.Cursor,
+    providers: list[tuple[Any, ...]],
+    inventories: list[tuple[Any, ...]],
+    traits: list[tuple[int, int]],
+) -> None:
+    """Bulk-insert SQL-seeded fleet rows into the SQLite schema: ``providers`` as ``(id, uuid,
+    name, generation, root_provider_id, parent_provider_id)``, ``inventories`` as
+    ``(resource_provider_id, resource_class_id, total, reserved, min_unit, max_unit, step_size,
+    allocation_ratio)``, ``traits`` as ``(trait_id, resource_provider_id)``."""
+    cur.executemany(
+        "INSERT INTO resource_providers (id, uuid, name, generation, root_provider_id,"
+        " parent_provider_id) VALUES (?, ?, ?, ?, ?, ?)",
+        providers,
+    )
+    cur.executemany(
+        "INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved,"
+        " min_unit, max_unit, step_size, allocation_ratio) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        inventories,
+    )
+    cur.executemany(
+        "INSERT INTO resource_provider_traits (trait_id, resource_provider_id) VALUES (?, ?)",
+        traits,
+    )
+
+
 def seed_sql(db_path: str, hosts: int, cells: int) -> list[dict[str, str]]:
     """Bulk insert the fleet into SQLite (same rows the API would write)."""
-    import sqlite3
 
     conn = sqlite3.connect(db_path)
     cur = conn.cursor()
@@ -248,20 +274,7 @@ def seed_sql(db_path: str, hosts: int, cells: int) -> list[dict[str, str]]:
                 traits.append((trait[page_trait], page))
                 traits.append((trait[custom], page))
         found.append(host)
-    cur.executemany(
-        "INSERT INTO resource_providers (id, uuid, name, generation, root_provider_id,"
-        " parent_provider_id) VALUES (?, ?, ?, ?, ?, ?)",
-        providers,
-    )
-    cur.executemany(
-        "INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved,"
-        " min_unit, max_unit, step_size, allocation_ratio) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        inventories,
-    )
-    cur.executemany(
-        "INSERT INTO resource_provider_traits (trait_id, resource_provider_id) VALUES (?, ?)",
-        traits,
-    )
+    insert_fleet_rows(cur, providers, inventories, traits)
     cur.execute("UPDATE placement_revision SET revision = revision + 1 WHERE id = 1")
     conn.commit()
     conn.close()

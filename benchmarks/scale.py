@@ -48,7 +48,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl
 
-from candidates import PAGE_SIZES, QUERIES  # benchmarks/candidates.py
+from candidates import PAGE_SIZES, QUERIES, insert_fleet_rows  # benchmarks/candidates.py
 from sqlalchemy import select
 
 from placement_numa.api import microversion as mv
@@ -134,20 +134,7 @@ def seed_mixed(db_path: str, hosts: int, seed: int = 13) -> None:
                 allocations.append((root, consumer, rc["DISK_GB"], 10 * amount))
                 allocations.append((cell, consumer, rc["VCPU"], amount))
                 allocations.append((page, consumer, rc["MEMORY_MB"], 1024 * amount))
-    cur.executemany(
-        "INSERT INTO resource_providers (id, uuid, name, generation, root_provider_id,"
-        " parent_provider_id) VALUES (?, ?, ?, ?, ?, ?)",
-        providers,
-    )
-    cur.executemany(
-        "INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved,"
-        " min_unit, max_unit, step_size, allocation_ratio) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        inventories,
-    )
-    cur.executemany(
-        "INSERT INTO resource_provider_traits (trait_id, resource_provider_id) VALUES (?, ?)",
-        traits,
-    )
+    insert_fleet_rows(cur, providers, inventories, traits)
     cur.executemany(
         "INSERT INTO consumers (uuid, project_id, user_id, generation) VALUES (?, ?, ?, ?)",
         consumers,

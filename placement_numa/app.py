@@ -30,7 +30,6 @@ from placement_numa.api.middleware import PlacementMiddleware
 from placement_numa.api.observability import install_observability
 from placement_numa.api.openapi_doc import complete_document
 from placement_numa.api.policy import enforce_policy, make_enforcer
-from placement_numa.api.policy_cache import DecisionCache
 from placement_numa.api.request_guard import RequestGuardMiddleware
 from placement_numa.api.routers import ROUTERS
 from placement_numa.conf import load_config
@@ -133,8 +132,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.conf = conf = load_config(settings.config_file)
-    app.state.enforcer = enforcer = make_enforcer(conf)
-    app.state.policy_cache = DecisionCache(enforcer)
+    app.state.enforcer = make_enforcer(conf)
     app.state.database = database_for(settings)
     for router in ROUTERS:
         app.include_router(router)

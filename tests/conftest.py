@@ -18,7 +18,13 @@ from fastapi.testclient import TestClient
 
 from placement_numa.app import create_app, prepare_database
 from placement_numa.settings import Settings
-from tests.backends import BACKENDS, TestDatabase, create_database, drop_database, in_ci, reset_rows
+from tests.backends import (
+    BACKENDS,
+    TestDatabase,
+    drop_database,
+    reachable_database,
+    reset_rows,
+)
 
 
 @pytest.fixture(scope="session", params=BACKENDS)
@@ -28,12 +34,7 @@ def test_database(
     """A fresh, migrated database on one backend for the whole session (dropped afterwards)."""
     backend: str = request.param
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
-    try:
-        db = create_database(backend, tmp_path_factory.mktemp(backend), worker)
-    except Exception as exc:  # unreachable server
-        if in_ci():
-            pytest.fail(f"{backend} is not reachable in CI: {exc}")
-        pytest.skip(f"{backend} not reachable: {exc}")
+    db = reachable_database(backend, tmp_path_factory.mktemp(backend), worker)
     try:
         prepare_database(Settings(database_url=db.url))
         yield db

@@ -18,7 +18,6 @@ Without the virtualenv the fixtures skip, and fail under ``CI=true``.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -31,6 +30,7 @@ import httpx
 import pytest
 
 from tests.backends import in_ci
+from tests.servers import port_is_free, stop_process
 
 REPO = Path(__file__).resolve().parents[1]
 PASSWORD = "secret-Pa55"
@@ -225,21 +225,7 @@ def start_keystone(workdir: Path, port: int, placement_url: str) -> Iterator[Key
         _populate(keystone)
         yield keystone
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-def _free(port: int) -> bool:
-    with socket.socket() as probe:
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
+        stop_process(process)
 
 
 def worker_ports(first: int = 18910, last: int = 18989) -> tuple[int, int]:
@@ -251,7 +237,7 @@ def worker_ports(first: int = 18910, last: int = 18989) -> tuple[int, int]:
     found: list[int] = []
     for step in range(span):
         port = first + (8 * index + step) % span
-        if _free(port):
+        if port_is_free(port):
             found.append(port)
             if len(found) == 2:
                 return found[0], found[1]

@@ -17,6 +17,7 @@ from types import TracebackType
 
 import httpx
 
+from tests.servers import free_port as servers_free_port
 from tests.servers import stop_process, wait_until_up
 
 HEADERS = {"x-auth-token": "admin", "openstack-api-version": "placement 1.39"}
@@ -27,17 +28,8 @@ PORT_RANGE = range(19000, 19100)
 def free_port(preferred: int) -> int:
     """``preferred`` if nothing listens there, else the next free port of ``PORT_RANGE``
     (wrapping around), so concurrent test runs on one machine do not collide."""
-    import socket
-
-    ports = [p for p in PORT_RANGE if p >= preferred] + [p for p in PORT_RANGE if p < preferred]
-    for port in ports:
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port in 19000-19099")
+    later = [p for p in PORT_RANGE if p >= preferred]
+    return servers_free_port(later + [p for p in PORT_RANGE if p < preferred])
 
 
 class LiveServer:

@@ -8,9 +8,10 @@ the caller's environment says otherwise.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,6 +96,27 @@ def wait_until_up(
             tail = log.read_text(errors="replace")[-3000:] if log.exists() else ""
             raise AssertionError(f"service did not start: {tail}")
         time.sleep(0.2)
+
+
+def port_is_free(port: int) -> bool:
+    """True when nothing holds ``port`` on 127.0.0.1 (a bind succeeds)."""
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port(ports: Iterable[int]) -> int:
+    """The first of ``ports`` nothing holds on 127.0.0.1; ``RuntimeError`` when none is free.
+    Callers order ``ports`` (a preferred port first, a random order for xdist workers that
+    start together) so that concurrent test runs on one machine do not collide."""
+    tried = list(ports)
+    for port in tried:
+        if port_is_free(port):
+            return port
+    raise RuntimeError(f"no free port among {tried[:1]}..{tried[-1:]} ({len(tried)} tried)")
 
 
 def stop_process(process: subprocess.Popen[bytes]) -> None:

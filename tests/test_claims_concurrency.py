@@ -26,7 +26,6 @@ from __future__ import annotations
 import os
 import random
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -42,8 +41,13 @@ import pytest
 from placement_numa.app import prepare_database
 from placement_numa.cli.demo import HostShape, _cells, httpx_sender, load_host
 from placement_numa.settings import Settings
-from tests.backends import BACKENDS, TestDatabase, create_database, drop_database, in_ci
-from tests.servers import stop_process, wait_until_up
+from tests.backends import (
+    BACKENDS,
+    TestDatabase,
+    drop_database,
+    reachable_database,
+)
+from tests.servers import free_port, stop_process, wait_until_up
 
 pytestmark = pytest.mark.slow
 
@@ -64,14 +68,7 @@ Result = tuple[int, str, float, float, str]  # status, code, sent, received, con
 
 def _port() -> int:
     """A free port of ``PORTS``, tried in random order (xdist workers start at the same time)."""
-    for port in random.sample(list(PORTS), len(PORTS)):
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError(f"no free port in {PORTS}")
+    return free_port(random.sample(list(PORTS), len(PORTS)))
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
@@ -80,14 +77,9 @@ def service(
 ) -> Iterator[tuple[str, str]]:
     """``(backend, base_url)`` of a real 2-worker service on a fresh database."""
     backend: str = request.param
-    try:
-        db: TestDatabase = create_database(
-            backend, tmp_path_factory.mktemp(f"claim-{backend}"), "claim"
-        )
-    except Exception as exc:
-        if in_ci():
-            pytest.fail(f"{backend} is not reachable in CI: {exc}")
-        pytest.skip(f"{backend} not reachable: {exc}")
+    db: TestDatabase = reachable_database(
+        backend, tmp_path_factory.mktemp(f"claim-{backend}"), "claim"
+    )
     executable = (
         shutil.which("placement-numa", path=str(Path(sys.executable).parent)) or "placement-numa"
     )

@@ -34,7 +34,12 @@ import pytest
 
 from placement_numa.app import prepare_database
 from placement_numa.settings import Settings
-from tests.backends import BACKENDS, TestDatabase, create_database, drop_database, in_ci
+from tests.backends import (
+    BACKENDS,
+    TestDatabase,
+    drop_database,
+    reachable_database,
+)
 from tests.servers import stop_process, wait_until_up
 
 pytestmark = pytest.mark.slow
@@ -127,14 +132,9 @@ def service(
 ) -> Iterator[tuple[str, str, str]]:
     """``(backend, base_url, database_url)`` of a real 3-worker service on a fresh database."""
     backend: str = request.param
-    try:
-        db: TestDatabase = create_database(
-            backend, tmp_path_factory.mktemp(f"conc-{backend}"), "conc"
-        )
-    except Exception as exc:
-        if in_ci():
-            pytest.fail(f"{backend} is not reachable in CI: {exc}")
-        pytest.skip(f"{backend} not reachable: {exc}")
+    db: TestDatabase = reachable_database(
+        backend, tmp_path_factory.mktemp(f"conc-{backend}"), "conc"
+    )
     port = _free_port()
     executable = (
         shutil.which("placement-numa", path=str(Path(sys.executable).parent)) or "placement-numa"

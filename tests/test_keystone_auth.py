@@ -18,7 +18,7 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
-from tests.backends import TestDatabase, create_database, drop_database, in_ci
+from tests.backends import TestDatabase, drop_database, reachable_database
 from tests.keystone_service import PASSWORD, Keystone, openstack_cli, start_keystone, worker_ports
 from tests.servers import running
 
@@ -43,12 +43,7 @@ def keystone(
 
 @pytest.fixture(scope="module")
 def pg_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestDatabase]:
-    try:
-        db = create_database("postgresql", tmp_path_factory.mktemp("pg"), "keystone")
-    except Exception as exc:
-        if in_ci():
-            pytest.fail(f"postgresql is not reachable in CI: {exc}")
-        pytest.skip(f"postgresql not reachable: {exc}")
+    db = reachable_database("postgresql", tmp_path_factory.mktemp("pg"), "keystone")
     yield db
     drop_database(db)
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.backends import TestDatabase, create_database, drop_database, in_ci
+from tests.backends import TestDatabase, drop_database, reachable_database
 from tests.servers import running, service_env
 
 pytestmark = pytest.mark.slow
@@ -34,18 +34,9 @@ _IGNORE = shutil.ignore_patterns(
 )
 
 
-def _database(backend: str, tmp: Path) -> TestDatabase:
-    try:
-        return create_database(backend, tmp, "pkg")
-    except Exception as exc:
-        if in_ci():
-            pytest.fail(f"{backend} is not reachable in CI: {exc}")
-        pytest.skip(f"{backend} not reachable: {exc}")
-
-
 @pytest.fixture
 def postgresql(tmp_path: Path) -> Iterator[TestDatabase]:
-    db = _database("postgresql", tmp_path)
+    db = reachable_database("postgresql", tmp_path, "pkg")
     yield db
     drop_database(db)
 
@@ -159,7 +150,7 @@ PORTS = {
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 @pytest.mark.parametrize("server", sorted(SERVERS))
 def test_asgi_app_path(server: str, backend: str, tmp_path: Path) -> None:
-    db = _database(backend, tmp_path)
+    db = reachable_database(backend, tmp_path, "pkg")
     port = PORTS[(server, backend)]
     env = service_env(PLACEMENT_NUMA_DATABASE_URL=db.url)
     try:

@@ -37,7 +37,7 @@ import pytest
 
 from placement_numa.app import prepare_database
 from placement_numa.settings import Settings
-from tests.backends import TestDatabase, create_database, drop_database, in_ci
+from tests.backends import TestDatabase, drop_database, reachable_database
 from tests.live_server import HEADERS, LiveServer
 
 pytestmark = pytest.mark.slow
@@ -53,12 +53,7 @@ def database(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[TestDatabase]:
     backend: str = request.param
-    try:
-        db = create_database(backend, tmp_path_factory.mktemp(f"scale-{backend}"), "scale")
-    except Exception as exc:
-        if in_ci():
-            pytest.fail(f"{backend} is not reachable in CI: {exc}")
-        pytest.skip(f"{backend} not reachable: {exc}")
+    db = reachable_database(backend, tmp_path_factory.mktemp(f"scale-{backend}"), "scale")
     try:
         prepare_database(Settings(database_url=db.url))
         yield db

@@ -11,9 +11,7 @@ and path template, from the rules' documented operations) and checks it against 
 ``RequestContext``. The target is ``{"project_id", "user_id"}`` of the caller, except for
 ``GET /usages`` whose target is the ``project_id`` asked for (Placement's ``placement:usages``).
 A refusal is 403 ``Policy does not allow <rule> to be performed.``; a route's microversion gate
-is applied first, so a request below it still gets Placement's 404. Decisions go through the
-app's ``DecisionCache`` (``app.state.policy_cache``, ``api/policy_cache.py``): bounded, keyed on
-the rule, the caller's policy credentials and the target, emptied when the rules change.
+is applied first, so a request below it still gets Placement's 404.
 """
 
 from __future__ import annotations
@@ -28,7 +26,6 @@ from oslo_policy import policy
 
 from placement_numa.api import microversion as mv
 from placement_numa.api.auth import PUBLIC_PATHS
-from placement_numa.api.policy_cache import DecisionCache
 from placement_numa.errors import Forbidden, NotFound
 from placement_numa.policies import list_rules, route_rules
 
@@ -68,26 +65,14 @@ def get_enforcer() -> policy.Enforcer:
 
 
 def authorize(
-    enforcer: policy.Enforcer,
-    context: RequestContext,
-    rule: str,
-    target: dict[str, Any],
-    cache: DecisionCache | None = None,
+    enforcer: policy.Enforcer, context: RequestContext, rule: str, target: dict[str, Any]
 ) -> None:
-    """Check ``rule`` for ``context`` on ``target`` (through ``cache``, a ``DecisionCache`` of
-    ``enforcer``, when given). Raises ``Forbidden`` (403) when refused, including a token whose
-    scope the rule does not accept (``enforce_scope``)."""
-
-    def evaluate() -> bool:
-        try:
-            enforcer.authorize(rule, target, context, do_raise=True, exc=_PolicyRefused)
-        except (_PolicyRefused, policy.InvalidScope):
-            return False
-        return True
-
-    allowed = evaluate() if cache is None else cache.allowed(rule, target, context, evaluate)
-    if not allowed:
-        raise Forbidden(f"Policy does not allow {rule} to be performed.")
+    """Check ``rule`` for ``context`` on ``target``. Raises ``Forbidden`` (403) when refused,
+    including a token whose scope the rule does not accept (``enforce_scope``)."""
+    try:
+        enforcer.authorize(rule, target, context, do_raise=True, exc=_PolicyRefused)
+    except (_PolicyRefused, policy.InvalidScope):
+        raise Forbidden(f"Policy does not allow {rule} to be performed.") from None
 
 
 def _target(request: Request, rule: str, context: RequestContext) -> dict[str, Any]:
@@ -124,9 +109,7 @@ async def enforce_policy(request: Request) -> None:
     if rule is None:
         raise Forbidden(f"No policy rule for {method} {path}.")
     try:
-        state = request.app.state
-        target = _target(request, rule, context)
-        authorize(state.enforcer, context, rule, target, getattr(state, "policy_cache", None))
+        authorize(request.app.state.enforcer, context, rule, _target(request, rule, context))
     except Forbidden:
         if _below_version_gate(request, route):
             raise NotFound("The resource could not be found.") from None

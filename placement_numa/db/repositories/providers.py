@@ -82,13 +82,10 @@ class ProviderRow:
     updated_at: datetime | None
 
 
-def _select_providers() -> Select[Any]:
-    """The provider columns with parent and root uuids (built once: a ``Select`` is immutable,
-    and building the aliases took a fifth of a provider creation's CPU)."""
-    return _PROVIDERS_SELECT
-
-
 def _build_select_providers() -> Select[Any]:
+    """The provider columns with parent and root uuids; built once (``_PROVIDERS_SELECT``: a
+    ``Select`` is immutable, and building the aliases took a fifth of a provider creation's
+    CPU)."""
     parent = aliased(rp, name="parent")
     root = aliased(rp, name="root")
     return (
@@ -406,7 +403,7 @@ def list_providers(
       with ``used + amount <= (total - reserved) * allocation_ratio``,
       ``min_unit <= amount <= max_unit`` and ``amount % step_size == 0`` (Placement's rule).
     """
-    query = _select_providers()
+    query = _PROVIDERS_SELECT
     if name is not None:
         query = query.where(rp.c.name == name)
     if uuid is not None:
