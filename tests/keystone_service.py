@@ -104,12 +104,21 @@ class Keystone:
         )
 
     def token_requests(self) -> int:
-        """How many requests Keystone has served on /v3/auth/tokens (from its access log)."""
-        return sum(
-            1
-            for line in self.log.read_text(errors="replace").splitlines()
-            if "/v3/auth/tokens" in line
-        )
+        """How many requests Keystone has served on /v3/auth/tokens (from its access log),
+        once the count has stopped moving for half a second: Keystone writes a request's log
+        line after it has answered, so a count read right after an answer can miss it."""
+        count = -1
+        for _ in range(20):
+            latest = sum(
+                1
+                for line in self.log.read_text(errors="replace").splitlines()
+                if "/v3/auth/tokens" in line
+            )
+            if latest == count:
+                break
+            count = latest
+            time.sleep(0.5)
+        return count
 
 
 def _manage(venv: Path, conf: Path, *args: str) -> None:
