@@ -84,6 +84,7 @@ QUERIES = {
 
 
 def peak_rss_mib(pid: int) -> float:
+    """Peak resident set size of process ``pid`` in MiB (``VmHWM`` of ``/proc/<pid>/status``)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
@@ -91,6 +92,7 @@ def peak_rss_mib(pid: int) -> float:
 
 
 def put(client: httpx.Client, path: str, body: Any, version: str = "1.39") -> httpx.Response:
+    """PUT ``body`` as JSON to ``path`` at microversion ``version``; ``RuntimeError`` on a 4xx/5xx."""
     headers = dict(HEADERS, **{"openstack-api-version": f"placement {version}"})
     r = client.put(path, json=body, headers=headers)
     if r.status_code >= 400:
@@ -105,6 +107,9 @@ def create(
     inventories: dict[str, Any],
     traits: list[str],
 ) -> str:
+    """Create provider ``name`` (under ``parent``, if any) with ``inventories`` and ``traits``,
+    the Placement way: POST, PUT inventories, PUT traits. Returns its new uuid; ``RuntimeError``
+    on a refused request."""
     u = str(uuid.uuid4())
     body: dict[str, Any] = {"name": name, "uuid": u}
     if parent:
@@ -129,6 +134,9 @@ def create(
 
 
 def seed_host_api(client: httpx.Client, h: int, cells: int) -> dict[str, str]:
+    """Create host ``cn{h}`` through the API, the Placement way (three requests per provider):
+    the root (DISK_GB), ``cells`` NUMA cells and their page-size children. Returns the uuids keyed
+    ``root``, ``cell{c}``, ``cell{c}_{size}``."""
     root = create(client, f"cn{h}", None, {"DISK_GB": {"total": 1000}}, [])
     found = {"root": root}
     for c in range(cells):
@@ -282,6 +290,8 @@ def seed_sql(db_path: str, hosts: int, cells: int) -> list[dict[str, str]]:
 
 
 def allocate(client: httpx.Client, host: dict[str, str]) -> None:
+    """Allocate one small instance (20 GB disk, 4 VCPU and 4096 MiB of 4K pages on cell 0) on
+    ``host`` (``seed_host_api``'s uuids) for a new consumer."""
     body = {
         "allocations": {
             host["root"]: {"resources": {"DISK_GB": 20}},
@@ -355,6 +365,8 @@ def mixed(client: httpx.Client, base: str, hosts: int, rounds: int) -> None:
 
 
 def wait_up(base: str, proc: subprocess.Popen[bytes]) -> None:
+    """Wait (up to ~60 s) until ``GET base/`` answers 200; ``RuntimeError`` if ``proc`` exits or
+    the service never answers."""
     for _ in range(300):
         if proc.poll() is not None:
             raise RuntimeError("service exited")

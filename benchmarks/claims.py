@@ -256,6 +256,8 @@ def claim_scheduler(base: str, args: argparse.Namespace, tally: Tally) -> None:
 
 
 def run_schedulers(base: str, args: argparse.Namespace, mode: str) -> tuple[Tally, float]:
+    """Run ``args.schedulers`` scheduler threads of ``mode`` ("c": claims; else GET candidates then
+    PUT allocations) against ``base`` until they stop; returns their tally and the wall seconds."""
     tally = Tally()
     if args.max_seconds:
         tally.deadline = time.monotonic() + args.max_seconds
@@ -321,6 +323,9 @@ def check(base: str, hosts: list[Host], args: argparse.Namespace) -> dict[str, A
 def report(
     mode: str, args: argparse.Namespace, tally: Tally, seconds: float, final: dict[str, Any]
 ) -> dict[str, Any]:
+    """One mode's row, printed as a JSON line and returned: instances placed per second,
+    p50/p99 latency (ms), 409 conflicts, retries, refusals while room was left, errors, and
+    ``final`` (the over-commit and packing check)."""
     latencies = sorted(tally.latencies)
 
     def pct(q: float) -> float:
@@ -424,6 +429,8 @@ def placement_numa(port: int, url: str, workdir: Path, strategy: str) -> Iterato
 
 @contextmanager
 def service(mode: str, args: argparse.Namespace, workdir: Path) -> Iterator[str]:
+    """The service of ``mode`` on ``args.port`` ("a": upstream Placement 16; else placement-numa
+    with ``args.claim_strategy``) over ``args.database``; yields its base URL."""
     with database(args.database, workdir) as url:
         if mode == "a":
             upstream_url = url.replace("+psycopg:", "+psycopg2:")

@@ -30,6 +30,9 @@ from placement_numa.services.numa_candidates import NumaOptions, flavor_candidat
 
 
 def build(hosts: int) -> tuple[FleetSnapshot, CellIndex]:
+    """A snapshot of ``hosts`` hosts alternating 4 and 8 NUMA cells (8 PCPU, 8 VCPU, 56 GiB of 4K
+    and 8 GiB of 2M pages per cell; KEP-3545's distance matrices; every third host's cell 0
+    mostly pinned) and its ``CellIndex``."""
     providers, inventories, usages, traits = [], [], [], []
     cell_ids: dict[str, int] = {}
     distances: dict[str, Any] = {}

@@ -138,16 +138,22 @@ def ours(port: int, database_url: str, workers: int = 2, **env: str) -> Iterator
 
 
 class RetryingClient(httpx.Client):
-    """Retries a request answered 5xx (upstream on SQLite: "database is locked"), up to 10
-    times; ``retries`` counts them."""
+    """Retries a request answered 5xx (upstream on SQLite: "database is locked") or cut off by
+    the server (a gunicorn worker restarted mid-seeding: connection reset), up to 10 times;
+    ``retries`` counts them."""
 
     retries = 0
 
     def request(self, *args: Any, **kwargs: Any) -> httpx.Response:
-        for _ in range(10):
-            response = super().request(*args, **kwargs)
-            if response.status_code < 500:
-                return response
+        for attempt in range(10):
+            try:
+                response = super().request(*args, **kwargs)
+            except httpx.TransportError:
+                if attempt == 9:
+                    raise
+            else:
+                if response.status_code < 500:
+                    return response
             RetryingClient.retries += 1
             time.sleep(0.05)
         return response

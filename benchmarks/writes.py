@@ -116,6 +116,8 @@ class MeteredClient:
 
 
 def allocation_body(host: dict[str, str], generation: int | None, amount: int) -> dict[str, Any]:
+    """``PUT /allocations`` body (1.28) on ``host``: ``amount`` GB of disk, ``amount`` VCPU and
+    ``256 * amount`` MiB of 4K pages on cell 1, at consumer ``generation`` (None: new)."""
     return {
         "allocations": {
             host["root"]: {"resources": {"DISK_GB": amount}},
@@ -129,6 +131,9 @@ def allocation_body(host: dict[str, str], generation: int | None, amount: int) -
 
 
 def in_process(url: str, hosts: int, cells: int, show_sql: bool) -> list[dict[str, str]]:
+    """Seed ``hosts`` hosts in process (``TestClient``) on ``url``, replace one allocation per host,
+    print the statements per request kind (and each statement with ``show_sql``); returns the
+    hosts' uuids."""
     app = create_app(Settings(database_url=url, auto_migrate=False, auth_strategy="noauth2"))
     meter = Meter()
     event.listen(app.state.database.engine, "before_cursor_execute", meter.count)
