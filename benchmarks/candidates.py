@@ -92,7 +92,7 @@ def peak_rss_mib(pid: int) -> float:
 
 
 def put(client: httpx.Client, path: str, body: Any, version: str = "1.39") -> httpx.Response:
-    """PUT ``body`` as JSON to ``path`` at microversion ``version``; ``RuntimeError`` on a 4xx/5xx."""
+    """PUT ``body`` as JSON to ``path`` at microversion ``version``; ``RuntimeError`` on 4xx/5xx."""
     headers = dict(HEADERS, **{"openstack-api-version": f"placement {version}"})
     r = client.put(path, json=body, headers=headers)
     if r.status_code >= 400:
