@@ -54,6 +54,18 @@ class LiveServer:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 120) -> LiveServer:
+        """Start the service on a free port (another when a parallel test run took the chosen
+        one between the check and the bind); ``RuntimeError`` when it does not come up."""
+        for attempt in range(5):
+            try:
+                return self._start_once(timeout)
+            except RuntimeError:
+                if attempt == 4 or b"address already in use" not in self._log_bytes():
+                    raise
+                self.port += 1
+        raise AssertionError("unreachable")
+
+    def _start_once(self, timeout: float) -> LiveServer:
         self.port = free_port(self.port)
         executable = (
             shutil.which("placement-numa", path=str(Path(sys.executable).parent))

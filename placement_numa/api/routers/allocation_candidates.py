@@ -2,7 +2,8 @@
 
 Parses the query string (``api/candidate_query.py``), asks the candidate engine
 (``EngineDep``), renders the per-microversion body (``api/schemas/allocation_candidates.py``).
-A ``def`` handler: the search runs in the thread pool, never on the event loop.
+A ``def`` handler: the search runs in the thread pool, never on the event loop; the body is
+written piece by piece as it is sent, so the client reads its start while the rest is encoded.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from placement_numa.api.candidate_query import parse_candidate_query
 from placement_numa.api.deps import VersionDep, require_version
 from placement_numa.api.engine_dep import EngineDep
 from placement_numa.api.limits import LimitsDep, check_candidate_query
-from placement_numa.api.responses import json_bytes_response
+from placement_numa.api.responses import json_pieces_response
 from placement_numa.api.schemas.allocation_candidates import (
     AllocationCandidatesResponse,
-    encode_candidates,
+    candidate_body_pieces,
 )
 
 __all__ = ["router"]
@@ -44,5 +45,6 @@ def list_allocation_candidates(
     check_candidate_query(query, limits)
     nested_aware = version >= mv.NESTED_CANDIDATES
     result = engine.search(query, nested_aware=nested_aware)
-    body = encode_candidates(result, query, version, nested_aware=nested_aware)
-    return json_bytes_response(body, version)
+    # encoded on the event loop while it is sent (api/responses.py: StreamedJSONResponse)
+    pieces = candidate_body_pieces(result, query, version, nested_aware=nested_aware)
+    return json_pieces_response(pieces, version)

@@ -7,16 +7,17 @@
   requested classes before 1.27, every inventoried class after; ``traits`` (in database order)
   from 1.17; ``parent_provider_uuid`` and ``root_provider_uuid`` from 1.29.
 
-Pydantic models here document the newest shape in OpenAPI. ``encode_candidates`` writes the
-body as JSON bytes from fragments encoded once per snapshot (provider summaries, one provider's
-share of an allocation request, one mapping entry), with no dict per candidate;
-``render_candidates`` builds the same document as plain dicts (the readable reference, and the
-form used below microversion 1.12).
+Pydantic models here document the newest shape in OpenAPI. ``candidate_body_pieces`` writes the
+body lazily as consecutive pieces of JSON bytes (what the GET handler streams) from fragments
+encoded once per snapshot (provider summaries, one provider's share of an allocation request,
+one mapping entry), with no dict per candidate; ``encode_candidates`` joins them into one
+``bytes``; ``render_candidates`` builds the same document as plain dicts (the readable
+reference, and the form used below microversion 1.12).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from operator import itemgetter
 from typing import Any
 
@@ -28,7 +29,12 @@ from placement_numa.domain.request_groups import CandidateQuery
 from placement_numa.engine import CandidateResult, FleetSnapshot
 from placement_numa.engine.candidates import Layout, TemplateEntry
 
-__all__ = ["render_candidates", "encode_candidates", "AllocationCandidatesResponse"]
+__all__ = [
+    "render_candidates",
+    "encode_candidates",
+    "candidate_body_pieces",
+    "AllocationCandidatesResponse",
+]
 
 
 class _Resources(BaseModel):
@@ -214,14 +220,31 @@ def encode_candidates(
     nested_aware: bool,
 ) -> bytes:
     """The response body for ``result`` at ``version`` as JSON bytes (equal, once parsed, to
-    ``render_candidates``' document).
+    ``render_candidates``' document): ``candidate_body_pieces`` joined."""
+    return b"".join(candidate_body_pieces(result, query, version, nested_aware=nested_aware))
+
+
+def candidate_body_pieces(
+    result: CandidateResult,
+    query: CandidateQuery,
+    version: mv.Microversion,
+    *,
+    nested_aware: bool,
+) -> Iterator[bytes]:
+    """The response body for ``result`` at ``version`` as consecutive pieces of JSON bytes,
+    encoded lazily, piece by piece (a whole tree's allocation requests, one tree's provider
+    summaries, a separator), so a response can send the first pieces while the rest are
+    still to be written (``api.responses.StreamedJSONResponse``).
 
     Fragments cached on the snapshot (``FleetSnapshot.summary_cache``, dropped with it and
     patched with it on refresh): per response shape, each provider's ``"uuid":{summary}``;
     each ``"uuid":{"resources":{...}}`` share of an allocation request; each mapping entry.
+    The snapshot (``result.fleet``) must stay as it is until the generator is exhausted: the
+    result holds it, so a refresh patches a copy instead (``FleetSnapshot.replace_trees``).
     """
     if version < mv.ALLOCATIONS_DICT:
-        return orjson.dumps(render_candidates(result, query, version, nested_aware=nested_aware))
+        yield orjson.dumps(render_candidates(result, query, version, nested_aware=nested_aware))
+        return
     fleet = result.fleet
     providers = fleet.providers
     uuids = fleet.uuids
@@ -247,7 +270,8 @@ def encode_candidates(
     shares: dict[Any, bytes] = cache.setdefault("shares", {})
     labels: dict[Any, bytes] = cache.setdefault("labels", {})
 
-    items: list[bytes] = []
+    yield b'{"allocation_requests":['
+    separator = b""
     candidates = result.candidates
     if candidates:
         layout = candidates[0].layout
@@ -304,7 +328,9 @@ def encode_candidates(
                     members_q.append(q)
                 if own_tree:
                     cache[("root-q", anchor)] = members_q
-            items.append(run[0] % run[1](members_q))
+            yield separator
+            yield run[0] % run[1](members_q)
+            separator = b","
             n = end
             continue
         parts: list[bytes] = []
@@ -342,15 +368,12 @@ def encode_candidates(
             else:
                 for (_, used), text in zip(candidate.mappings(), suffix_texts, strict=True):
                     entries.append(text + b":" + orjson.dumps([uuids[i] for i in used]))
-            items.append(
-                b'{"allocations":{'
-                + b",".join(parts)
-                + b'},"mappings":{'
-                + b",".join(entries)
-                + b"}}"
-            )
+            yield separator + b'{"allocations":{' + b",".join(parts) + b'},"mappings":{'
+            yield b",".join(entries)
+            yield b"}}"
         else:
-            items.append(b'{"allocations":{' + b",".join(parts) + b"}}")
+            yield separator + b'{"allocations":{' + b",".join(parts) + b"}}"
+        separator = b","
         n += 1
 
     def summary(index: int) -> bytes:
@@ -360,7 +383,8 @@ def encode_candidates(
             fragment = cache[index] = orjson.dumps({providers[index].uuid: body})[1:-1]
         return fragment
 
-    summaries: list[bytes] = []
+    yield b'],"provider_summaries":{'
+    separator = b""
     if nested_aware or not fleet.has_trees:
         for root in result.summary_roots():
             tree: bytes | None = cache.get(("root", root))
@@ -368,25 +392,10 @@ def encode_candidates(
                 tree = cache[("root", root)] = b",".join(
                     [summary(index) for index in fleet.tree[root]]
                 )
-            summaries.append(tree)
+            yield separator
+            yield tree
+            separator = b","
     else:  # before 1.29 on a nested fleet: only providers used by the candidates
-        summaries = [
-            summary(index)
-            for index in sorted({p for c in result.candidates for p, _, _ in c.allocations})
-        ]
-    # one copy of the (often megabytes long) body: a single join over every piece
-    pieces = [b'{"allocation_requests":[']
-    pieces += _separated(items)
-    pieces.append(b'],"provider_summaries":{')
-    pieces += _separated(summaries)
-    pieces.append(b"}}")
-    return b"".join(pieces)
-
-
-def _separated(fragments: list[bytes]) -> list[bytes]:
-    """``fragments`` with ``b","`` between each two (for one ``b"".join`` of a whole body)."""
-    if not fragments:
-        return []
-    spaced = [b","] * (2 * len(fragments) - 1)
-    spaced[::2] = fragments
-    return spaced
+        touched = sorted({p for c in result.candidates for p, _, _ in c.allocations})
+        yield b",".join([summary(index) for index in touched])
+    yield b"}}"
