@@ -5,6 +5,7 @@ and in process (the response class on its own, errors before and after the first
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import uuid as uuidlib
 from collections.abc import Iterator
@@ -152,6 +153,22 @@ def test_keep_alive_connection_serves_streamed_answers_in_turn(server: LiveServe
     assert bodies[0] == bodies[1] == bodies[2]
 
 
+def test_client_leaving_half_way_leaves_the_server_well(server: LiveServer) -> None:
+    request = (
+        f"GET /allocation_candidates?{TWO_CELL} HTTP/1.1\r\nhost: 127.0.0.1\r\n"
+        "x-auth-token: admin\r\nopenstack-api-version: placement 1.39\r\n\r\n"
+    )
+    for _ in range(3):
+        with socket.create_connection(("127.0.0.1", server.port), timeout=60) as sock:
+            sock.sendall(request.encode())
+            assert sock.recv(1024).startswith(b"HTTP/1.1 200")
+    with httpx.Client(base_url=server.base_url, timeout=60) as client:
+        r = client.get("/allocation_candidates?" + TWO_CELL, headers=HEADERS)
+    assert r.status_code == 200
+    assert len(r.json()["allocation_requests"]) == 2 * HOSTS
+    assert "Traceback" not in server.log()
+
+
 # --- the response class in process ----------------------------------------------------------
 
 
@@ -203,3 +220,36 @@ def test_error_after_the_headers_never_completes_the_body() -> None:
 
     with pytest.raises(RuntimeError, match="encoding failed"):
         TestClient(app).get("/body")
+
+
+def test_client_that_leaves_stops_the_encoding() -> None:
+    """After ``http.disconnect`` no more pieces are taken from the generator (the ASGI server's
+    side played here: a receive that reports the disconnect once the first chunk is sent)."""
+    taken = 0
+
+    def pieces() -> Iterator[bytes]:
+        nonlocal taken
+        for _ in range(1000):
+            taken += 1
+            yield b"x" * 100
+
+    sent: list[dict[str, Any]] = []
+    first_body_sent = asyncio.Event()
+
+    async def receive() -> dict[str, Any]:
+        if not sent:
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await first_body_sent.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+        if message["type"] == "http.response.body":
+            first_body_sent.set()
+            await asyncio.sleep(0)
+
+    response = StreamedJSONResponse(pieces(), chunk_bytes=1000)
+    asyncio.run(response({"type": "http"}, receive, send))  # type: ignore[arg-type]
+    assert sent[0]["type"] == "http.response.start"
+    assert taken < 1000
+    assert all(m.get("more_body") for m in sent[1:])  # the body never ended

@@ -135,9 +135,9 @@ class StreamedJSONResponse(Response):
 
     ``pieces`` yields consecutive bytes of the body; they are sent in chunks of at least
     ``chunk_bytes`` bytes, encoded on the event loop between sends (other requests get a turn
-    between two chunks). A body that fits in one
-    chunk goes out as an ordinary response with ``content-length``; a longer one without it
-    (HTTP/1.1 chunked transfer encoding). An error raised by ``pieces`` before the first
+    between two chunks), until the body ends or the client disconnects. A body that fits in
+    one chunk goes out as an ordinary response with ``content-length``; a longer one without
+    it (HTTP/1.1 chunked transfer encoding). An error raised by ``pieces`` before the first
     chunk is ready propagates as usual (the app's error response); after the headers are sent,
     the connection is cut (the client sees a truncated body, never a wrong one).
     """
@@ -163,18 +163,35 @@ class StreamedJSONResponse(Response):
         return b"".join(gathered), True
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """ASGI: the start message once the first chunk is ready, then every chunk."""
+        """ASGI: the start message once the first chunk is ready, then every chunk; stops
+        writing the body when the client disconnects (``http.disconnect``) half way."""
         chunk, last = self._next_chunk()
         headers = self.raw_headers
         if last:
             headers = [*headers, (b"content-length", str(len(chunk)).encode())]
         await send({"type": "http.response.start", "status": self.status_code, "headers": headers})
-        while True:
-            await send({"type": "http.response.body", "body": chunk, "more_body": not last})
-            if last:
-                return
-            await asyncio.sleep(0)  # other requests get a turn between chunks
-            chunk, last = self._next_chunk()
+        if last:
+            await send({"type": "http.response.body", "body": chunk})
+            return
+        gone = asyncio.ensure_future(_disconnect(receive))
+        try:
+            while True:
+                await send({"type": "http.response.body", "body": chunk, "more_body": not last})
+                if last:
+                    return
+                await asyncio.sleep(0)  # other requests get a turn between chunks
+                if gone.done():
+                    return  # nobody reads the rest: no more encoding for it
+                chunk, last = self._next_chunk()
+        finally:
+            gone.cancel()
+
+
+async def _disconnect(receive: Receive) -> None:
+    """Returns when the client has gone (ASGI ``http.disconnect``); the request's own messages
+    (an empty body for a GET) pass by."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 def newest(stamps: Iterable[datetime | None]) -> datetime | None:
