@@ -64,3 +64,26 @@ def test_unreachable_service_exits_1(tmp_path: Path, caplog: pytest.LogCaptureFi
                  "--placement-url", "http://127.0.0.1:9"])  # fmt: skip
     assert code == 1
     assert "sync failed" in caplog.text
+
+
+def test_keystone_auth_without_password_exits_2(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PLACEMENT_NUMA_AGENT_PASSWORD", raising=False)
+    sys = one_cell_vm(tmp_path)
+    code = main(["agent", "--once", "--sysfs-root", str(sys), "--disk-gb", "1",
+                 "--auth-url", "http://127.0.0.1:9/v3", "--username", "nova"])  # fmt: skip
+    assert code == 2
+    assert "auth_url needs username and password" in caplog.text
+
+
+def test_unreachable_keystone_exits_1(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PLACEMENT_NUMA_AGENT_PASSWORD", "secret")
+    sys = one_cell_vm(tmp_path)
+    code = main(["agent", "--once", "--sysfs-root", str(sys), "--disk-gb", "1",
+                 "--placement-url", "http://127.0.0.1:9",
+                 "--auth-url", "http://127.0.0.1:9/v3", "--username", "nova"])  # fmt: skip
+    assert code == 1
+    assert "sync failed: Keystone at http://127.0.0.1:9/v3" in caplog.text

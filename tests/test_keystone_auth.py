@@ -247,3 +247,72 @@ def test_osc_placement_with_password_auth(service: str, keystone: Keystone) -> N
     member = _openstack(keystone, "alice", PASSWORD, "resource", "provider", "list")
     assert member.returncode != 0
     assert "403" in member.stderr
+
+
+# --- the compute agent behind Keystone ------------------------------------------------------
+
+
+def _agent(
+    service: str, keystone: Keystone, sysfs: Path, hostname: str, password: str
+) -> tuple[int, str]:
+    """``placement-numa agent --once`` as nova (Keystone password auth) in a subprocess, as an
+    operator runs it: ``(exit code, stderr)``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PLACEMENT_NUMA_")}
+    env["PLACEMENT_NUMA_AGENT_PASSWORD"] = password
+    argv = [
+        str(Path(sys.executable).with_name("placement-numa")), "agent", "--once",
+        "--sysfs-root", str(sysfs), "--disk-gb", "100", "--hostname", hostname,
+        "--placement-url", service, "--auth-url", keystone.url + "/v3",
+        "--username", "nova", "--project-name", "service",
+    ]  # fmt: skip
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=180)
+    return done.returncode, done.stderr
+
+
+def test_agent_reports_its_tree_with_keystone_password_auth(
+    service: str, keystone: Keystone, tmp_path: Path
+) -> None:
+    from tests.sysfs_fixtures import two_socket_intel
+
+    hostname = f"ks-agent-{uuid.uuid4().hex[:8]}"
+    code, stderr = _agent(service, keystone, two_socket_intel(tmp_path), hostname, PASSWORD)
+    assert code == 0, stderr
+    token = keystone.token("nova")
+    found = _get(service, f"/resource_providers?name={hostname}", token).json()
+    (root,) = found["resource_providers"]
+    tree = _get(service, f"/resource_providers?in_tree={root['uuid']}", token).json()
+    names = {p["name"] for p in tree["resource_providers"]}
+    assert {hostname, f"{hostname}_NUMA0", f"{hostname}_NUMA1"} <= names
+
+
+def test_agent_with_a_wrong_password_fails_in_one_line(
+    service: str, keystone: Keystone, tmp_path: Path
+) -> None:
+    from tests.sysfs_fixtures import two_socket_intel
+
+    code, stderr = _agent(service, keystone, two_socket_intel(tmp_path), "ks-wrong", "wrong")
+    assert code == 1
+    assert "Traceback" not in stderr
+    (line,) = [line for line in stderr.splitlines() if "sync failed" in line]
+    assert "Keystone" in line and "401" in line
+
+
+def test_agent_auth_renews_a_token_refused_with_401(service: str, keystone: Keystone) -> None:
+    """A token revoked in Keystone before the service ever saw it: the service answers 401,
+    the agent's auth drops it and the request succeeds with a new token."""
+    from placement_numa.agent.auth import KeystoneTokenAuth
+
+    auth = KeystoneTokenAuth(
+        auth_url=keystone.url + "/v3", username="nova", password=PASSWORD, project_name="service"
+    )
+    first = auth.token()
+    revoked = httpx.delete(
+        f"{keystone.url}/v3/auth/tokens",
+        headers={"x-auth-token": first, "x-subject-token": first},
+        timeout=60,
+    )
+    assert revoked.status_code == 204, revoked.text
+    with httpx.Client(base_url=service, auth=auth, timeout=60) as client:
+        response = client.get("/resource_providers", headers=VERSION)
+    assert response.status_code == 200, response.text
+    assert auth.token() != first

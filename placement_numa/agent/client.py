@@ -83,7 +83,8 @@ class ProviderRecord:
 
 class PlacementClient:
     """Placement API calls. ``http`` is used as given (its base URL applies); without it a client
-    on ``base_url`` is created and closed by ``close()``. ``writes`` lists every non-GET request
+    on ``base_url`` is created (with ``auth``, e.g. ``agent.auth.KeystoneTokenAuth``, in place of
+    the fixed ``token``) and closed by ``close()``. ``writes`` lists every non-GET request
     sent (``"PUT /resource_providers/..."``)."""
 
     def __init__(
@@ -91,13 +92,16 @@ class PlacementClient:
         base_url: str = "http://127.0.0.1:8778",
         *,
         token: str = "admin",
+        auth: httpx.Auth | None = None,
         http: httpx.Client | None = None,
         timeout: float = 30.0,
     ) -> None:
         self._own = http is None
-        self._http = http if http is not None else httpx.Client(base_url=base_url, timeout=timeout)
+        if http is None:
+            http = httpx.Client(base_url=base_url, timeout=timeout, auth=auth)
+        self._http = http
         self._headers = {
-            "x-auth-token": token,
+            "x-auth-token": token,  # replaced on each request by ``auth`` when given
             # noauth2 (development): claim the role nova-compute holds in Keystone, which
             # Placement's new defaults require for POST /reshaper; Keystone ignores the header.
             "x-roles": "service",

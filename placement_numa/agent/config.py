@@ -17,12 +17,16 @@ import shutil
 import socket
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from placement_numa.agent.sysfs import HostTopology
 from placement_numa.numa.cpu_spec import CpuSpecError, format_cpu_spec, parse_cpu_spec
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["AgentConfigError", "AgentSettings", "HostPolicy"]
 
@@ -79,7 +83,21 @@ class AgentSettings(BaseSettings):
     placement_url: str = Field(
         default="http://127.0.0.1:8778", description="Placement API endpoint."
     )
-    token: str = Field(default="admin", description="Sent as x-auth-token.")
+    token: str = Field(
+        default="admin", description="Sent as x-auth-token when auth_url is not set (noauth2)."
+    )
+    auth_url: str | None = Field(
+        default=None,
+        description="Keystone identity endpoint (http://keystone:5000/v3): with it the agent "
+        "authenticates as username with password (keystoneauth1) instead of sending token.",
+    )
+    username: str | None = Field(default=None, description="Keystone user (e.g. nova).")
+    password: SecretStr | None = Field(
+        default=None, description="The Keystone user's password (environment only)."
+    )
+    project_name: str = Field(default="service", description="Project the token is scoped to.")
+    user_domain_name: str = Field(default="Default", description="The user's domain.")
+    project_domain_name: str = Field(default="Default", description="The project's domain.")
     timeout: float = Field(default=30.0, gt=0, description="HTTP timeout, seconds.")
     sysfs_root: Path = Field(default=Path("/sys"), description="Where sysfs is mounted.")
     cpu_dedicated_set: str | None = Field(
@@ -122,7 +140,30 @@ class AgentSettings(BaseSettings):
                 "reserved_host_cpus cannot be used with cpu_dedicated_set; leave the host's CPUs "
                 "out of both CPU sets instead"
             )
+        if self.auth_url and not (self.username and self.password):
+            raise ValueError(
+                "auth_url needs username and password (PLACEMENT_NUMA_AGENT_USERNAME, "
+                "PLACEMENT_NUMA_AGENT_PASSWORD)"
+            )
         return self
+
+    def http_auth(self) -> httpx.Auth | None:
+        """Keystone authentication for the Placement client when ``auth_url`` is set
+        (``agent.auth.KeystoneTokenAuth``), else None (the fixed ``token`` is sent)."""
+        if not self.auth_url:
+            return None
+        from placement_numa.agent.auth import KeystoneTokenAuth
+
+        assert self.username is not None and self.password is not None  # _nova_rules
+        return KeystoneTokenAuth(
+            auth_url=self.auth_url,
+            username=self.username,
+            password=self.password.get_secret_value(),
+            project_name=self.project_name,
+            user_domain_name=self.user_domain_name,
+            project_domain_name=self.project_domain_name,
+            timeout=self.timeout,
+        )
 
     def cpu_sets(self, host: HostTopology) -> tuple[frozenset[int], frozenset[int]]:
         """``(pcpus, vcpus)`` for ``host``, by Nova's rules: neither set configured -> every host

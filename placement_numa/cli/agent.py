@@ -39,7 +39,14 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--placement-url", help="Placement endpoint (default http://127.0.0.1:8778)"
     )
-    parser.add_argument("--token", help="x-auth-token (default admin)")
+    parser.add_argument("--token", help="x-auth-token without Keystone (default admin)")
+    parser.add_argument(
+        "--auth-url",
+        help="Keystone v3 endpoint: authenticate as --username (password from"
+        " PLACEMENT_NUMA_AGENT_PASSWORD) instead of sending --token",
+    )
+    parser.add_argument("--username", help="Keystone user (with --auth-url)")
+    parser.add_argument("--project-name", help="Keystone project (default service)")
     parser.add_argument("--hostname", help="compute node name (default: this host's name)")
     parser.add_argument("--sysfs-root", help="sysfs mount point (default /sys)")
     parser.add_argument("--cpu-dedicated-set", help="CPUs reported as PCPU (e.g. 4-15,^8)")
@@ -78,6 +85,9 @@ def _settings(args: argparse.Namespace) -> AgentSettings:
         for key, value in {
             "placement_url": args.placement_url,
             "token": args.token,
+            "auth_url": args.auth_url,
+            "username": args.username,
+            "project_name": args.project_name,
             "hostname": args.hostname,
             "sysfs_root": args.sysfs_root,
             "cpu_dedicated_set": args.cpu_dedicated_set,
@@ -107,6 +117,7 @@ def _desired(settings: AgentSettings) -> DesiredTree:
 
 def _sync_once(settings: AgentSettings, client: PlacementClient) -> int:
     import httpx
+    from keystoneauth1.exceptions import ClientException as KeystoneError
 
     from placement_numa.agent.client import PlacementClientError
     from placement_numa.agent.config import AgentConfigError
@@ -128,6 +139,9 @@ def _sync_once(settings: AgentSettings, client: PlacementClient) -> int:
         return 3
     except httpx.TransportError as exc:
         LOG.error("sync failed: cannot reach %s: %s", settings.placement_url, exc)
+        return 1
+    except KeystoneError as exc:
+        LOG.error("sync failed: Keystone at %s: %s", settings.auth_url, exc)
         return 1
     except (SyncError, PlacementClientError, httpx.HTTPError) as exc:
         LOG.error("sync failed: %s", exc)
@@ -174,7 +188,10 @@ def run(args: argparse.Namespace) -> int:
     from placement_numa.agent.client import PlacementClient
 
     with PlacementClient(
-        settings.placement_url, token=settings.token, timeout=settings.timeout
+        settings.placement_url,
+        token=settings.token,
+        auth=settings.http_auth(),
+        timeout=settings.timeout,
     ) as client:
         if args.once:
             return _sync_once(settings, client)
