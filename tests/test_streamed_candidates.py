@@ -1,7 +1,7 @@
-"""``GET /allocation_candidates`` streams a large body (``api.responses.StreamedJSONResponse``):
+"""``GET /allocation_candidates`` streams a large body (``api.responses.json_pieces_response``):
 written piece by piece while it is sent, in chunks, without ``content-length``; a small answer
 is an ordinary response with it. Over a real ``placement-numa serve`` (the framing is uvicorn's)
-and in process (the response class on its own, errors before and after the first chunk)."""
+and in process (the response on its own, errors before and after the first chunk)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,11 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-from fastapi import FastAPI
+from fastapi import FastAPI, Response
 from fastapi.testclient import TestClient
 
-from placement_numa.api.responses import STREAM_CHUNK_BYTES, StreamedJSONResponse
+from placement_numa.api import microversion as mv
+from placement_numa.api.responses import STREAM_CHUNK_BYTES, json_pieces_response
 from tests.live_server import HEADERS, LiveServer
 
 PORT = 19040
@@ -169,15 +170,17 @@ def test_client_leaving_half_way_leaves_the_server_well(server: LiveServer) -> N
     assert "Traceback" not in server.log()
 
 
-# --- the response class in process ----------------------------------------------------------
+# --- the response in process ------------------------------------------------------------------
+
+VERSION = mv.Microversion(1, 39)
 
 
 def _app(pieces: Any, chunk_bytes: int) -> TestClient:
     app = FastAPI()
 
     @app.get("/body")
-    def body() -> StreamedJSONResponse:
-        return StreamedJSONResponse(pieces(), chunk_bytes=chunk_bytes)
+    def body() -> Response:
+        return json_pieces_response(pieces(), VERSION, chunk_bytes=chunk_bytes)
 
     return TestClient(app, raise_server_exceptions=False)
 
@@ -187,14 +190,16 @@ def test_small_body_has_content_length() -> None:
     r = client.get("/body")
     assert r.status_code == 200
     assert r.headers["content-length"] == str(len(b'{"a":[1,2]}'))
+    assert r.headers["cache-control"] == "no-cache"
     assert r.json() == {"a": [1, 2]}
 
 
 def test_pieces_gathered_into_chunks_keep_their_order() -> None:
     pieces = [b"["] + [b"%d," % n for n in range(999)] + [b"999]"]
-    client = _app(lambda: iter(pieces), chunk_bytes=100)
-    r = client.get("/body")
+    r = _app(lambda: iter(pieces), chunk_bytes=100).get("/body")
     assert "content-length" not in r.headers
+    assert r.headers["content-type"] == "application/json"
+    assert r.headers["cache-control"] == "no-cache"
     assert r.json() == list(range(1000))
 
 
@@ -215,8 +220,8 @@ def test_error_after_the_headers_never_completes_the_body() -> None:
     app = FastAPI()
 
     @app.get("/body")
-    def body() -> StreamedJSONResponse:
-        return StreamedJSONResponse(failing(), chunk_bytes=10)
+    def body() -> Response:
+        return json_pieces_response(failing(), VERSION, chunk_bytes=10)
 
     with pytest.raises(RuntimeError, match="encoding failed"):
         TestClient(app).get("/body")
@@ -237,8 +242,6 @@ def test_client_that_leaves_stops_the_encoding() -> None:
     first_body_sent = asyncio.Event()
 
     async def receive() -> dict[str, Any]:
-        if not sent:
-            return {"type": "http.request", "body": b"", "more_body": False}
         await first_body_sent.wait()
         return {"type": "http.disconnect"}
 
@@ -248,7 +251,7 @@ def test_client_that_leaves_stops_the_encoding() -> None:
             first_body_sent.set()
             await asyncio.sleep(0)
 
-    response = StreamedJSONResponse(pieces(), chunk_bytes=1000)
+    response = json_pieces_response(pieces(), VERSION, chunk_bytes=1000)
     asyncio.run(response({"type": "http"}, receive, send))  # type: ignore[arg-type]
     assert sent[0]["type"] == "http.response.start"
     assert taken < 1000

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from datetime import UTC, datetime
 from email.utils import format_datetime
 from html import escape
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from fastapi import Response
-from starlette.responses import JSONResponse
-from starlette.types import Receive, Scope, Send
+from starlette.responses import JSONResponse, StreamingResponse
 
 from placement_numa.api import microversion as mv
 from placement_numa.errors import PlacementError
@@ -21,7 +20,6 @@ __all__ = [
     "PlacementJSONResponse",
     "json_response",
     "json_bytes_response",
-    "StreamedJSONResponse",
     "json_pieces_response",
     "STREAM_CHUNK_BYTES",
     "error_body",
@@ -92,10 +90,7 @@ def json_response(
     """A JSON response; from 1.15 GETs carry ``last-modified`` (``last_modified`` or now) and
     ``cache-control: no-cache`` when ``cache`` is true."""
     response = PlacementJSONResponse(body, status_code=status, headers=headers)
-    if cache and version >= mv.CACHE_HEADERS:
-        response.headers["last-modified"] = http_date(last_modified)
-        response.headers["cache-control"] = "no-cache"
-    return response
+    return _cache_headers(response, version, cache, last_modified)
 
 
 def json_bytes_response(
@@ -108,20 +103,7 @@ def json_bytes_response(
 ) -> Response:
     """``json_response`` for a body already encoded as JSON bytes (same headers)."""
     response = Response(body, status_code=status, media_type="application/json")
-    if cache and version >= mv.CACHE_HEADERS:
-        response.headers["last-modified"] = http_date(last_modified)
-        response.headers["cache-control"] = "no-cache"
-    return response
-
-
-def json_pieces_response(pieces: Iterator[bytes], version: mv.Microversion) -> Response:
-    """A 200 ``StreamedJSONResponse`` of ``pieces`` with ``json_response``'s headers (from 1.15
-    ``last-modified``, now, and ``cache-control: no-cache``)."""
-    response = StreamedJSONResponse(pieces)
-    if version >= mv.CACHE_HEADERS:
-        response.headers["last-modified"] = http_date(None)
-        response.headers["cache-control"] = "no-cache"
-    return response
+    return _cache_headers(response, version, cache, last_modified)
 
 
 # Bytes gathered before each send of a streamed body: large enough that a 4 MB answer costs
@@ -129,69 +111,61 @@ def json_pieces_response(pieces: Iterator[bytes], version: mv.Microversion) -> R
 STREAM_CHUNK_BYTES = 256 * 1024
 
 
-class StreamedJSONResponse(Response):
-    """A JSON body written piece by piece while it is sent (a large answer's encoding overlaps
-    the client's reading of what is already sent).
+def json_pieces_response(
+    pieces: Iterator[bytes], version: mv.Microversion, *, chunk_bytes: int = STREAM_CHUNK_BYTES
+) -> Response:
+    """A 200 JSON response of the body ``pieces`` yields (consecutive bytes, written lazily),
+    with ``json_response``'s headers.
 
-    ``pieces`` yields consecutive bytes of the body; they are sent in chunks of at least
-    ``chunk_bytes`` bytes, encoded on the event loop between sends (other requests get a turn
-    between two chunks), until the body ends or the client disconnects. A body that fits in
-    one chunk goes out as an ordinary response with ``content-length``; a longer one without
-    it (HTTP/1.1 chunked transfer encoding). An error raised by ``pieces`` before the first
-    chunk is ready propagates as usual (the app's error response); after the headers are sent,
-    the connection is cut (the client sees a truncated body, never a wrong one).
+    The first ``chunk_bytes`` are written here (an error raised while writing them is the
+    usual error response). When the body ends within them, it is an ordinary response with
+    ``content-length``; else Starlette's ``StreamingResponse`` sends that chunk and writes the
+    rest on the event loop, ``chunk_bytes`` at a time, while the client reads what was already
+    sent (HTTP/1.1 chunked transfer encoding; other requests get a turn between chunks; it
+    stops when the client disconnects; an error after the headers cuts the connection: a
+    truncated body, never a wrong one).
     """
+    first, last = _next_chunk(pieces, chunk_bytes)
+    if last:
+        return json_bytes_response(first, version)
 
-    media_type = "application/json"
+    async def chunks() -> AsyncIterator[bytes]:
+        yield first
+        done = False
+        while not done:
+            await asyncio.sleep(0)  # other requests get a turn between chunks
+            chunk, done = _next_chunk(pieces, chunk_bytes)
+            yield chunk
 
-    def __init__(self, pieces: Iterator[bytes], *, chunk_bytes: int = STREAM_CHUNK_BYTES) -> None:
-        self.status_code = 200
-        self.background = None
-        self.pieces = pieces
-        self.chunk_bytes = chunk_bytes
-        self.init_headers(None)  # no ``body`` attribute: no content-length yet
-
-    def _next_chunk(self) -> tuple[bytes, bool]:
-        """``(chunk, last)``: the next ``chunk_bytes`` or more of the body."""
-        gathered: list[bytes] = []
-        size = 0
-        for piece in self.pieces:
-            gathered.append(piece)
-            size += len(piece)
-            if size >= self.chunk_bytes:
-                return b"".join(gathered), False
-        return b"".join(gathered), True
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """ASGI: the start message once the first chunk is ready, then every chunk; stops
-        writing the body when the client disconnects (``http.disconnect``) half way."""
-        chunk, last = self._next_chunk()
-        headers = self.raw_headers
-        if last:
-            headers = [*headers, (b"content-length", str(len(chunk)).encode())]
-        await send({"type": "http.response.start", "status": self.status_code, "headers": headers})
-        if last:
-            await send({"type": "http.response.body", "body": chunk})
-            return
-        gone = asyncio.ensure_future(_disconnect(receive))
-        try:
-            while True:
-                await send({"type": "http.response.body", "body": chunk, "more_body": not last})
-                if last:
-                    return
-                await asyncio.sleep(0)  # other requests get a turn between chunks
-                if gone.done():
-                    return  # nobody reads the rest: no more encoding for it
-                chunk, last = self._next_chunk()
-        finally:
-            gone.cancel()
+    response = StreamingResponse(chunks(), media_type="application/json")
+    return _cache_headers(response, version, True, None)
 
 
-async def _disconnect(receive: Receive) -> None:
-    """Returns when the client has gone (ASGI ``http.disconnect``); the request's own messages
-    (an empty body for a GET) pass by."""
-    while (await receive())["type"] != "http.disconnect":
-        pass
+def _next_chunk(pieces: Iterator[bytes], chunk_bytes: int) -> tuple[bytes, bool]:
+    """``(chunk, last)``: the next ``chunk_bytes`` or more bytes of ``pieces``; ``last`` when
+    ``pieces`` ended."""
+    gathered: list[bytes] = []
+    size = 0
+    for piece in pieces:
+        gathered.append(piece)
+        size += len(piece)
+        if size >= chunk_bytes:
+            return b"".join(gathered), False
+    return b"".join(gathered), True
+
+
+_R = TypeVar("_R", bound=Response)
+
+
+def _cache_headers(
+    response: _R, version: mv.Microversion, cache: bool, last_modified: datetime | None
+) -> _R:
+    """From 1.15 (when ``cache``): ``last-modified`` (``last_modified`` or now) and
+    ``cache-control: no-cache`` on ``response``, which is returned."""
+    if cache and version >= mv.CACHE_HEADERS:
+        response.headers["last-modified"] = http_date(last_modified)
+        response.headers["cache-control"] = "no-cache"
+    return response
 
 
 def newest(stamps: Iterable[datetime | None]) -> datetime | None:

@@ -45,6 +45,6 @@ def list_allocation_candidates(
     check_candidate_query(query, limits)
     nested_aware = version >= mv.NESTED_CANDIDATES
     result = engine.search(query, nested_aware=nested_aware)
-    # encoded on the event loop while it is sent (api/responses.py: StreamedJSONResponse)
+    # written while it is sent (api/responses.py: json_pieces_response)
     pieces = candidate_body_pieces(result, query, version, nested_aware=nested_aware)
     return json_pieces_response(pieces, version)

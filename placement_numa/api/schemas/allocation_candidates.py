@@ -234,7 +234,7 @@ def candidate_body_pieces(
     """The response body for ``result`` at ``version`` as consecutive pieces of JSON bytes,
     encoded lazily, piece by piece (a whole tree's allocation requests, one tree's provider
     summaries, a separator), so a response can send the first pieces while the rest are
-    still to be written (``api.responses.StreamedJSONResponse``).
+    still to be written (``api.responses.json_pieces_response``).
 
     Fragments cached on the snapshot (``FleetSnapshot.summary_cache``, dropped with it and
     patched with it on refresh): per response shape, each provider's ``"uuid":{summary}``;
