@@ -60,7 +60,7 @@ class LiveServer:
             try:
                 return self._start_once(timeout)
             except RuntimeError:
-                if attempt == 4 or b"address already in use" not in self._log_bytes():
+                if attempt == 4 or b"address already in use" not in self._log_bytes().lower():
                     raise
                 self.port += 1
         raise AssertionError("unreachable")
