@@ -36,6 +36,7 @@ from placement_numa.conf import load_config
 from placement_numa.db import migrate
 from placement_numa.db.database import Database
 from placement_numa.db.migration_lock import migration_lock
+from placement_numa.db.upstream_options import warn_ignored_options
 from placement_numa.db.resilience import DatabaseOptions
 from placement_numa.db.standard_names import sync_standard_names
 from placement_numa.settings import Settings
@@ -62,8 +63,13 @@ Extensions to Placement: standard traits `MEMORY_PAGE_SIZE_SMALL`, `MEMORY_PAGE_
 def prepare_database(settings: Settings) -> None:
     """Apply migrations and sync the standard trait and resource class names, under the
     migration lock (several workers starting at once migrate one after the other)."""
+    warn_ignored_options(settings.config_file)
     with migration_lock(settings.database_url):
-        migrate.upgrade(settings.database_url, migrations_dir=settings.migrations_dir, lock=False)
+        migrate.upgrade_at_start(
+            settings.database_url,
+            sync_on_startup=settings.sync_on_startup,
+            migrations_dir=settings.migrations_dir,
+        )
         database = Database(settings.database_url)
         try:
             with database.write() as conn:
@@ -84,6 +90,7 @@ def database_for(settings: Settings) -> Database:
         pool_size=settings.max_pool_size,
         max_overflow=settings.max_overflow,
         pool_timeout=settings.pool_timeout,
+        pool_recycle=settings.connection_recycle_time,
     )
 
 

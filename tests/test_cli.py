@@ -32,7 +32,7 @@ DEAD_DB = "postgresql://postgres@127.0.0.1:19299/nothing"
 AGAINST_NOTHING = [
     ("serve", ["serve", "--port", "19298", "--database-url", DEAD_DB], 1),
     ("db", ["db", "upgrade", "--database-url", DEAD_DB], 1),
-    ("db-downgrade", ["db", "downgrade", "base", "--database-url", DEAD_DB], 1),
+    ("db-downgrade", ["db", "downgrade", "base", "--yes", "--database-url", DEAD_DB], 1),
     ("reshape", ["reshape", "plan", "--host", "cn1", "--to-flat", "--url", DEAD_URL], 1),
     ("reshape-apply", ["reshape", "apply", "--host", "cn1", "--to-flat", "--url", DEAD_URL], 1),
     ("agent", ["agent", "--once", "--placement-url", DEAD_URL], 1),

@@ -6,6 +6,8 @@ Exit codes of every ``placement-numa`` command::
     1    the operation failed: a service or database could not be reached, or refused a request
     2    invalid usage, configuration or input file
     3    (agent) the host must be reshaped first
+    4    (db downgrade, db release) not confirmed: answered no, or no answer could be read and
+         --yes was not given
     130  interrupted (Ctrl-C)
 
 ``describe(exc)`` maps the exceptions a command may meet to ``(message, exit code)``; it checks
@@ -18,10 +20,18 @@ from __future__ import annotations
 import json
 import sys
 
-__all__ = ["CommandError", "describe", "EXIT_FAILED", "EXIT_USAGE", "EXIT_INTERRUPTED"]
+__all__ = [
+    "CommandError",
+    "describe",
+    "EXIT_FAILED",
+    "EXIT_USAGE",
+    "EXIT_INTERRUPTED",
+    "EXIT_NOT_CONFIRMED",
+]
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_NOT_CONFIRMED = 4
 EXIT_INTERRUPTED = 130
 
 
@@ -77,11 +87,20 @@ def _settings(exc: BaseException) -> tuple[str, int] | None:
     return f"invalid configuration: {problems}", EXIT_USAGE
 
 
+def _schema(exc: BaseException) -> tuple[str, int] | None:
+    """A start refused because of the schema (``db.migrate.ForeignSchema``: an OpenStack
+    Placement database to adopt first, or ours behind head)."""
+    migrate = sys.modules.get("placement_numa.db.migrate")
+    if migrate is None or not isinstance(exc, migrate.ForeignSchema):
+        return None
+    return _first_line(exc), EXIT_FAILED
+
+
 def describe(exc: BaseException) -> tuple[str, int] | None:
     """``(one-line message, exit code)`` for an expected failure, ``None`` for a bug."""
     if isinstance(exc, CommandError):
         return _first_line(exc), exc.exit_code
-    for translate in (_http, _database, _settings):
+    for translate in (_http, _database, _settings, _schema):
         found = translate(exc)
         if found is not None:
             return found

@@ -22,7 +22,34 @@ from placement_numa.db.repositories import changes
 from placement_numa.db.resilience import DatabaseOptions, GuardedQueuePool
 from placement_numa.db.tables import placement_revision
 
-__all__ = ["Database", "make_engine"]
+__all__ = ["Database", "make_engine", "normalise_url"]
+
+# Driver spellings found in placement.conf files (oslo.db URLs) -> the drivers we ship.
+_DRIVERS = {
+    "postgresql": "postgresql+psycopg",
+    "postgres": "postgresql+psycopg",
+    "postgresql+psycopg2": "postgresql+psycopg",
+    "postgresql+psycopg2cffi": "postgresql+psycopg",
+    "postgresql+pg8000": "postgresql+psycopg",
+    "mysql": "mysql+pymysql",
+    "mariadb": "mysql+pymysql",
+    "mysql+mysqldb": "mysql+pymysql",
+    "mysql+mysqlconnector": "mysql+pymysql",
+    "mariadb+pymysql": "mysql+pymysql",
+    "mariadb+mysqldb": "mysql+pymysql",
+}
+
+
+def normalise_url(url: str) -> str:
+    """``url`` with its driver replaced by the one we ship: PostgreSQL URLs (``postgresql://``,
+    ``postgresql+psycopg2://`` as upstream Placement's placement.conf writes them, ...) use
+    psycopg 3, MariaDB/MySQL URLs (``mysql://``, ``mysql+pymysql://``, ``mysql+mysqldb://``)
+    use PyMySQL. Everything after ``://`` (credentials, host, query such as ``charset=utf8``)
+    is kept. Other URLs (SQLite) are returned unchanged."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    return f"{_DRIVERS.get(scheme.lower(), scheme)}://{rest}"
 
 
 def make_engine(url: str, **kwargs: Any) -> Engine:
@@ -81,9 +108,12 @@ class Database:
         pool_size: int = 10,
         max_overflow: int = 20,
         pool_timeout: float = 30.0,
+        pool_recycle: int = 3600,
     ) -> None:
         """``options``: statement/lock timeouts and Retry-After (``db.resilience``); the pool
-        sizes apply per process to PostgreSQL and MariaDB (SQLite opens a connection per use).
+        sizes apply per process to PostgreSQL and MariaDB (SQLite opens a connection per use);
+        ``pool_recycle``: seconds after which a pooled connection is replaced (oslo.db's
+        ``connection_recycle_time``; ``-1`` never).
         """
         self.url = url
         pool: dict[str, Any] = {}
@@ -92,6 +122,7 @@ class Database:
                 "pool_size": pool_size,
                 "max_overflow": max_overflow,
                 "pool_timeout": pool_timeout,
+                "pool_recycle": pool_recycle,
             }
         self.engine = make_engine(url, **pool)
         self.dialect = self.engine.dialect.name  # "sqlite" | "postgresql" | "mysql"

@@ -1,6 +1,11 @@
 """Apply the alembic migrations shipped inside the package (``placement_numa/migrations``,
 found with ``importlib.resources``, so an installed wheel migrates from any directory).
 
+Before touching a schema, ``upgrade`` looks at what ``alembic_version`` holds: a revision of
+OpenStack Placement's chain (both projects use that table) or one unknown to us raises
+``ForeignSchema`` naming what to do (``db adopt``), instead of alembic's "Can't locate
+revision". ``upgrade_at_start`` is what a starting service does (``sync_on_startup``).
+
 ``upgrade`` holds a migration lock (``db.migration_lock``) while it runs, so several processes
 starting at once (uvicorn or gunicorn workers, a one-shot migrate job racing a server) migrate
 one after the other: the first applies the migrations, the others find the schema at head.
@@ -13,10 +18,29 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import create_engine
+from sqlalchemy.pool import NullPool
 
 from placement_numa.db.migration_lock import migration_lock
 
-__all__ = ["alembic_config", "upgrade", "downgrade", "default_migrations_dir"]
+__all__ = [
+    "alembic_config",
+    "upgrade",
+    "upgrade_at_start",
+    "downgrade",
+    "stamp",
+    "current",
+    "head",
+    "default_migrations_dir",
+    "ForeignSchema",
+]
+
+
+class ForeignSchema(RuntimeError):
+    """The database holds a schema we do not migrate (OpenStack Placement's, an unknown one, or
+    ours behind head when migrating at start is off); the message says what to run."""
 
 
 def default_migrations_dir() -> Path:
@@ -39,6 +63,48 @@ def alembic_config(database_url: str, migrations_dir: Path | None = None) -> Con
     return config
 
 
+def current(database_url: str) -> str | None:
+    """The revision in ``alembic_version`` (``None``: no schema yet). Raises the driver's
+    errors when the database cannot be reached."""
+    engine = create_engine(database_url, poolclass=NullPool)
+    try:
+        with engine.connect() as conn:
+            return MigrationContext.configure(conn).get_current_revision()
+    finally:
+        engine.dispose()
+
+
+def head(migrations_dir: Path | None = None) -> str:
+    """Our newest revision."""
+    script = ScriptDirectory.from_config(alembic_config("sqlite://", migrations_dir))
+    found = script.get_current_head()
+    assert found is not None
+    return found
+
+
+def _check_ours(database_url: str, migrations_dir: Path | None) -> str | None:
+    """The current revision, after making sure it is ours (or none); raises ``ForeignSchema``."""
+    from placement_numa.db.adopt import UPSTREAM_HEAD, UPSTREAM_REVISIONS
+
+    revision = current(database_url)
+    if revision is None:
+        return None
+    script = ScriptDirectory.from_config(alembic_config("sqlite://", migrations_dir))
+    if revision in {rev.revision for rev in script.walk_revisions()}:
+        return revision
+    if revision == UPSTREAM_HEAD:
+        raise ForeignSchema(
+            f"this is an OpenStack Placement database (alembic revision {revision}): run "
+            "'placement-numa db adopt' to take it over first"
+        )
+    if revision in UPSTREAM_REVISIONS:
+        raise ForeignSchema(
+            f"this is an OpenStack Placement database at the older revision {revision}: run "
+            "Placement 16's 'placement-manage db sync', then 'placement-numa db adopt'"
+        )
+    raise ForeignSchema(f"unknown schema (alembic revision {revision}): not placement-numa's")
+
+
 def upgrade(
     database_url: str,
     revision: str = "head",
@@ -47,13 +113,45 @@ def upgrade(
     lock: bool = True,
 ) -> None:
     """Upgrade the schema at ``database_url`` to ``revision`` (``head`` by default), under the
-    migration lock unless ``lock=False`` (the caller already holds it)."""
+    migration lock unless ``lock=False`` (the caller already holds it). Raises
+    ``ForeignSchema`` for an OpenStack Placement or unknown schema (nothing changed)."""
     config = alembic_config(database_url, migrations_dir)
     if not lock:
+        _check_ours(database_url, migrations_dir)
         command.upgrade(config, revision)
         return
     with migration_lock(database_url):
+        _check_ours(database_url, migrations_dir)
         command.upgrade(config, revision)
+
+
+def upgrade_at_start(
+    database_url: str, *, sync_on_startup: bool, migrations_dir: Path | None = None
+) -> None:
+    """What a starting service does with the schema (the caller holds the migration lock).
+
+    An empty database gets our schema whatever ``sync_on_startup`` says (zero set-up, as for
+    the default SQLite file). A schema of ours behind head is upgraded with ``sync_on_startup``
+    (upstream Placement's option, off by default) and refused without it. Raises
+    ``ForeignSchema`` for a refusal, an OpenStack Placement database included.
+    """
+    revision = _check_ours(database_url, migrations_dir)
+    target = head(migrations_dir)
+    if revision == target:
+        return
+    if revision is not None and not sync_on_startup:
+        raise ForeignSchema(
+            f"schema at {revision}, this version needs {target}: run 'placement-numa db "
+            "upgrade' (or set [placement_database] sync_on_startup = true)"
+        )
+    command.upgrade(alembic_config(database_url, migrations_dir), "head")
+
+
+def stamp(database_url: str, revision: str, migrations_dir: Path | None = None) -> None:
+    """Write ``revision`` to ``alembic_version`` without running migrations (alembic stamp)."""
+    config = alembic_config(database_url, migrations_dir)
+    with migration_lock(database_url):
+        command.stamp(config, revision, purge=True)
 
 
 def downgrade(database_url: str, revision: str, migrations_dir: Path | None = None) -> None:
