@@ -9,14 +9,29 @@
 * driver errors become domain errors (``placement_numa.errors``), classified as oslo.db's
   exception filters do (``oslo_db/sqlalchemy/exc_filters.py``, read for behaviour):
 
-  - PostgreSQL 40001 (serialization failure) and 40P01 (deadlock), MariaDB 1213 (deadlock,
-    also a Galera certification conflict): ``RetryableDatabaseError`` (re-run; 503
+  - PostgreSQL 40001 (serialization failure) and 40P01 (deadlock); MariaDB 1213 (deadlock,
+    also a Galera certification failure or brute-force abort, at any statement or at
+    ``COMMIT``), 1020 (record changed
+    since last read: oslo.db's ``DBConsistencyError``), 1317 (query interrupted: a
+    brute-force abort of a running statement), 1180 (error during ``COMMIT``: the write set
+    was not committed) and 1305 (a savepoint that no longer exists: the server rolled the
+    whole transaction back under it): ``RetryableDatabaseError`` (re-run; 503
     ``placement.db.retries_exhausted`` once the retries are spent);
   - PostgreSQL 57014 (statement timeout) and 55P03 (lock timeout), MariaDB 1969
     (max_statement_time) and 1205 (lock wait timeout), SQLite "database is locked" (busy
-    timeout): ``ServiceUnavailable`` 503 ``placement.db.timeout``;
-  - connection refused or lost, server shutting down or out of connections:
-    ``ServiceUnavailable`` 503 ``placement.db.unavailable``;
+    timeout): ``ServiceUnavailable`` 503 ``placement.db.timeout``. oslo.db counts 1205 as a
+    deadlock and re-runs it; here the statement already waited ``lock_timeout`` seconds, re-runs
+    would multiply that wait, and a client that gave up meanwhile would find its write made
+    later (``test_abandoned_request_leaves_no_sql_running``);
+  - connection refused or lost, server shutting down or out of connections, a Galera node
+    not in the primary component (1047): ``ServiceUnavailable`` 503
+    ``placement.db.unavailable``, and the connection is invalidated (the pool reconnects);
+
+* an error while rolling back to a savepoint (``with conn.begin_nested()``) never hides the
+  error that made the savepoint roll back: after a deadlock or a Galera brute-force abort
+  inside a savepoint, MariaDB has already rolled back the whole transaction and answers the
+  ``ROLLBACK TO SAVEPOINT`` with 1305; the caller gets the deadlock (retried), as oslo.db's
+  ``exc_filters.register_engine`` keeps it as the "rollback cause";
 
 * a pool checkout that waits more than ``pool_timeout`` seconds raises ``ServiceUnavailable``
   (503 ``placement.db.pool_exhausted``) instead of hanging (``GuardedQueuePool``);
@@ -28,6 +43,12 @@
   such a connection be dead after all, its statement fails with ``placement.db.unavailable``
   and the whole pool is recycled, as for any disconnect.
 
+Why not oslo.db itself: its ``exc_filters`` match driver messages with regular expressions
+and know neither PostgreSQL's serialization failure (40001) and administrator shutdown
+(57P01) nor MariaDB's 1317 and 1180, and oslo.db 18 brings ``testresources`` and
+``testscenarios`` into the service's runtime dependencies. The table below follows its
+classes (``DBDeadlock``, ``DBConsistencyError``, ``DBConnectionError``) by error number.
+
 Integrity errors (duplicate names and the like) pass through untouched: services turn them into
 409s. ``api/db_retry.py`` re-runs a whole request (one transaction) on
 ``RetryableDatabaseError``, as oslo.db's ``wrap_db_retry(retry_on_deadlock=True)`` re-runs a DB
@@ -36,6 +57,7 @@ API function.
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -61,13 +83,14 @@ __all__ = [
 _PG_RETRY = {"40001", "40P01"}
 _PG_TIMEOUT = {"57014", "55P03"}
 _PG_UNAVAILABLE = {"57P01", "57P02", "57P03", "53300", "08000", "08001", "08003", "08004", "08006"}
-_MY_RETRY = {1213}
+_MY_RETRY = {1020, 1180, 1213, 1305, 1317}
 _MY_TIMEOUT = {1205, 1969, 3024}
-_MY_UNAVAILABLE = {1040, 1047, 1053, 2002, 2003, 2006, 2013, 2055}
+_MY_UNAVAILABLE = {1040, 1047, 1053, 1927, 2002, 2003, 2006, 2013, 2014, 2045, 2055, 4031}
 
 
 PING_IDLE_AFTER = 1.0  # seconds a pooled connection may idle before it is pinged on checkout
 _CHECKED_IN = "placement_numa.checked_in_at"
+_ROLLBACK_CAUSE = "placement_numa.savepoint_rollback_cause"
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +200,8 @@ def install(engine: Engine, options: DatabaseOptions) -> None:
     if isinstance(engine.pool, QueuePool):
         _ping_idle_connections(engine)
 
+    _keep_savepoint_rollback_cause(engine)
+
     @event.listens_for(engine, "handle_error", retval=True)
     def _translate(context: Any) -> BaseException | None:
         if getattr(context, "is_pre_ping", False):
@@ -193,24 +218,67 @@ def install(engine: Engine, options: DatabaseOptions) -> None:
             )
         ):
             kind = "unavailable"  # failed to connect at all
-        if kind == "retry":
-            return RetryableDatabaseError(
-                f"The database aborted the transaction ({_short(original)}) and retries were"
-                " exhausted.",
-                headers={"retry-after": str(options.retry_after), "x-placement-retryable": "1"},
-            )
-        if kind == "timeout":
-            return unavailable(
-                "A database statement or lock wait exceeded its timeout"
-                " ([placement_database] statement_timeout, lock_timeout).",
-                "placement.db.timeout",
-                options.retry_after,
-            )
         if kind == "unavailable":
-            return unavailable(
-                "The database is unavailable.", "placement.db.unavailable", options.retry_after
-            )
+            context.is_disconnect = True  # invalidate: the pool reconnects (oslo.db does too)
+        cause = _rollback_cause(context.connection)
+        if isinstance(cause, ServiceUnavailable) and kind in (None, "retry"):
+            return cause  # the savepoint's rollback failed because of it (see above)
+        return _translated(kind, original, options)
+
+
+def _translated(
+    kind: str | None, original: BaseException | None, options: DatabaseOptions
+) -> ServiceUnavailable | None:
+    """The domain error of a ``classify`` kind (``None`` for ``None``)."""
+    if kind == "retry":
+        return RetryableDatabaseError(
+            f"The database aborted the transaction ({_short(original)}) and retries were"
+            " exhausted.",
+            headers={"retry-after": str(options.retry_after), "x-placement-retryable": "1"},
+        )
+    if kind == "timeout":
+        return unavailable(
+            "A database statement or lock wait exceeded its timeout"
+            " ([placement_database] statement_timeout, lock_timeout).",
+            "placement.db.timeout",
+            options.retry_after,
+        )
+    if kind == "unavailable":
+        return unavailable(
+            "The database is unavailable.", "placement.db.unavailable", options.retry_after
+        )
+    return None
+
+
+def _keep_savepoint_rollback_cause(engine: Engine) -> None:
+    """Remember, on the connection, the exception that is rolling a savepoint back, until the
+    transaction ends or the connection is checked in (oslo.db's ``register_engine`` does the
+    same), so that ``_translate`` can raise it again if the ``ROLLBACK TO SAVEPOINT`` fails."""
+
+    @event.listens_for(engine, "rollback_savepoint")
+    def _remember(conn: Any, _name: Any, _context: Any) -> None:
+        cause = sys.exc_info()[1]
+        if cause is not None and not conn.invalidated:
+            conn.info[_ROLLBACK_CAUSE] = cause
+
+    @event.listens_for(engine, "rollback")
+    @event.listens_for(engine, "commit")
+    def _forget(conn: Any) -> None:
+        if not conn.invalidated:
+            conn.info.pop(_ROLLBACK_CAUSE, None)
+
+    @event.listens_for(engine, "checkin")
+    def _forget_on_checkin(_dbapi_conn: Any, record: Any) -> None:
+        if record is not None:
+            record.info.pop(_ROLLBACK_CAUSE, None)
+
+
+def _rollback_cause(conn: Any) -> BaseException | None:
+    """The exception a savepoint of ``conn`` is being rolled back for (taken off), if any."""
+    if conn is None or conn.closed or conn.invalidated:
         return None
+    cause: BaseException | None = conn.info.pop(_ROLLBACK_CAUSE, None)
+    return cause
 
 
 def _ping_idle_connections(engine: Engine) -> None:

@@ -57,16 +57,16 @@ Rows = tuple[
 
 
 def _fetch(conn: Connection, statement: Select[Any]) -> list[Any]:
-    """Every row of a parameterless ``statement`` as plain tuples, through the DBAPI cursor of
-    ``conn`` (same transaction; no SQLAlchemy ``Row`` per row: a fleet load reads hundreds of
-    thousands of rows)."""
+    """Every row of a parameterless ``statement`` as plain tuples, read from the DB-API cursor
+    (same transaction; no SQLAlchemy ``Row`` per row: a fleet load reads hundreds of thousands
+    of rows). The statement runs through SQLAlchemy, so a lost connection is translated
+    (``db.resilience``: 503 ``placement.db.unavailable``) and the connection invalidated."""
     sql = str(statement.compile(dialect=conn.dialect))
-    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    result = conn.exec_driver_sql(sql, execution_options={"no_parameters": True})
     try:
-        cursor.execute(sql)
-        return list(cursor.fetchall())
+        return list(result.cursor.fetchall())
     finally:
-        cursor.close()
+        result.close()
 
 
 def _rows(conn: Connection, rc_names: dict[int, str], trait_names: dict[int, str]) -> Rows:
@@ -260,6 +260,8 @@ def _known_roots(fleet: FleetSnapshot, provider_ids: list[int]) -> set[int]:
     return roots
 
 
+_REPEATABLE_READ = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"
+
 # Freeze the garbage collector's view after a full load, a patch of a copy and every
 # FREEZE_EVERY patches.
 FREEZE_EVERY = 256
@@ -385,11 +387,12 @@ class SqlFleetSource:
                 self._local.conn = None
                 conn.close()
                 raise
-        with engine.connect() as conn:
-            conn = conn.execution_options(isolation_level="REPEATABLE READ")
-            with conn.begin():
-                return (
-                    load_fleet(conn)
-                    if previous is None
-                    else refresh_fleet(conn, previous, owned=owned)
-                )
+        with engine.connect() as conn, conn.begin():
+            # The isolation level of this one transaction, as its first statement: a pooled
+            # connection keeps its own (READ COMMITTED), and a dead one fails here through
+            # SQLAlchemy, as a 503 (``db.resilience``), where setting the connection's level
+            # (``execution_options(isolation_level=...)``) called the driver directly: a 500.
+            conn.exec_driver_sql(_REPEATABLE_READ, execution_options={"no_parameters": True})
+            if previous is None:
+                return load_fleet(conn)
+            return refresh_fleet(conn, previous, owned=owned)
