@@ -22,6 +22,7 @@ sections and options are ignored; a value that does not parse fails at start, na
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 from collections.abc import Iterable
@@ -69,19 +70,59 @@ def _base_type(annotation: Any) -> Any:
     return annotation
 
 
+def _bounds(field: FieldInfo) -> dict[str, Any]:
+    """``min``/``max`` of an integer option, from the field's ``ge``/``le`` (or ``gt``/``lt``)."""
+    bounds: dict[str, Any] = {}
+    for item in field.metadata:
+        for attr, key, shift in (
+            ("ge", "min", 0),
+            ("gt", "min", 1),
+            ("le", "max", 0),
+            ("lt", "max", -1),
+        ):
+            value = getattr(item, attr, None)
+            if isinstance(value, int) and not isinstance(value, bool):
+                bounds[key] = value + shift
+    return bounds
+
+
+def _default(field: FieldInfo) -> Any:
+    """The field's default as oslo.config shows it (``None`` when it has none)."""
+    default = field.get_default(call_default_factory=True)
+    if isinstance(default, Path):
+        return str(default)
+    if isinstance(default, tuple | list):
+        return list(default)
+    return default
+
+
+SECRET_OPTIONS = frozenset({"connection", "token", "password"})
+
+
 def _opt_for(option: str, field: FieldInfo) -> cfg.Opt:
-    """The oslo.config option for one ``Settings`` field (no default: unset means "not given")."""
+    """The oslo.config option for one ``Settings`` field: type, help, default, bounds, choices.
+
+    The default shown (in the sample file and ``--help``) is the field's default; whether the
+    file sets an option is told by its location (``settings_file_values``), not by ``None``.
+    ``[placement_database] connection`` and tokens are secret (hidden in logged config dumps).
+    """
     kind = _base_type(field.annotation)
-    help_text = field.description or ""
+    common: dict[str, Any] = {
+        "help": field.description or "",
+        "default": _default(field),
+        "secret": option in SECRET_OPTIONS,
+    }
     if kind is bool:
-        return cfg.BoolOpt(option, help=help_text)
+        return cfg.BoolOpt(option, **common)
     if kind is int:
-        return cfg.IntOpt(option, help=help_text)
+        return cfg.IntOpt(option, **common, **_bounds(field))
     if kind is float:
-        return cfg.FloatOpt(option, help=help_text)
+        return cfg.FloatOpt(option, **common)
     if typing.get_origin(kind) in (list, tuple):
-        return cfg.ListOpt(option, help=help_text)
-    return cfg.StrOpt(option, help=help_text)
+        return cfg.ListOpt(option, **common)
+    if typing.get_origin(kind) is typing.Literal:
+        return cfg.StrOpt(option, choices=[str(c) for c in typing.get_args(kind)], **common)
+    return cfg.StrOpt(option, **common)
 
 
 def _settings_fields() -> dict[str, FieldInfo]:
@@ -130,7 +171,23 @@ def settings_file_values(
         try:
             value = getattr(getattr(conf, section), option)
         except (cfg.ConfigFileValueError, ValueError) as exc:
-            raise ConfigFileError(f"[{section}] {option}: {exc}") from exc
-        if value is not None:
+            raise ConfigFileError(_bad_value(section, option, exc)) from None
+        if _set_in_file(conf, section, option):
             values[name] = value
     return values
+
+
+def _set_in_file(conf: cfg.ConfigOpts, section: str, option: str) -> bool:
+    """Whether ``[section] option`` comes from a file (not the option's default)."""
+    location = conf.get_location(option, section)  # registered under that group name
+    return location is not None and location.location is not cfg.Locations.opt_default
+
+
+def _bad_value(section: str, option: str, exc: Exception) -> str:
+    """One line naming the option, the value and the file, without oslo.config's repr()s."""
+    detail, where = str(exc), ""
+    if " is not valid: " in detail:
+        found = re.search(r"detail='([^']*)'", detail)
+        where = f"{found.group(1)}: " if found else ""
+        detail = detail.split(" is not valid: ", 1)[1]
+    return f"{where}[{section}] {option}: invalid value: {detail}"

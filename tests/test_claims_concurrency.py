@@ -217,7 +217,7 @@ def _schedule(base_url: str) -> subprocess.CompletedProcess[str]:
 
 def test_schedule_cli_claims_then_reports_no_room(service: tuple[str, str]) -> None:
     """A host with room for one guest (whatever else the service holds is full or absent):
-    ``schedule`` claims it (exit 0, one line), then reports no room (exit 2, one line, what is
+    ``schedule`` claims it (exit 0, one line), then reports no room (exit 5, one line, what is
     lacking); no traceback."""
     _, base_url = service
     name = f"cli-{uuid.uuid4().hex[:8]}"
@@ -232,7 +232,7 @@ def test_schedule_cli_claims_then_reports_no_room(service: tuple[str, str]) -> N
     assert f" on {name} cells " in lines[0]
 
     full = _schedule(base_url)
-    assert full.returncode == 2, full.stdout + full.stderr
+    assert full.returncode == 5, full.stdout + full.stderr
     lines = full.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("schedule: no room:"), full.stderr
     assert f"lacking PCPU {GUEST_PCPU}" in lines[0]

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from placement_numa.conf import ConfigFileError, list_opts
+from placement_numa.conf import (
+    ConfigFileError,
+    _mapped_fields,
+    list_opts,
+    load_config,
+    settings_file_values,
+)
 from placement_numa.settings import Settings
 
 CONF = """
@@ -66,3 +74,57 @@ def test_list_opts_for_the_sample_generator() -> None:
     sections = dict(list_opts())
     assert {opt.name for opt in sections["placement_database"]} >= {"connection"}
     assert {opt.name for opt in sections["placement"]} >= {"randomize_allocation_candidates"}
+
+
+def test_sample_config_shows_every_default() -> None:
+    """``oslo-config-generator --namespace placement-numa`` (the real console script) writes
+    each option with its ``Settings`` default, bounds and choices; ``<None>`` only where the
+    default is None."""
+    generator = Path(sys.executable).with_name("oslo-config-generator")
+    sample = subprocess.run(
+        [str(generator), "--namespace", "placement-numa"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    for line in (
+        "#connection = sqlite:///placement-numa.sqlite",
+        "#max_pool_size = 10",
+        "#max_allocation_candidates = 100000",
+        "#allocation_candidates_generation_strategy = depth-first",
+        "#randomize_allocation_candidates = false",
+        "#pool_timeout = 10.0",
+    ):
+        assert line in sample.splitlines(), line
+    assert "# Minimum value: 1" in sample and "# Maximum value: 20" in sample  # db_max_retries
+    nones = [line for line in sample.splitlines() if line.endswith("= <None>")]
+    defaults_none = {
+        option
+        for _name, _section, option, field in _mapped_fields(dict(Settings.model_fields))
+        if field.get_default() is None
+    }
+    assert {line[1:].split(" =")[0] for line in nones} <= defaults_none
+
+
+def test_file_values_equal_to_defaults_still_lose_to_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Options now carry defaults: an option the file leaves unset must not be taken as set."""
+    path = tmp_path / "placement.conf"
+    path.write_text("[placement_database]\nmax_overflow = 3\n")
+    monkeypatch.setenv("PLACEMENT_NUMA_MAX_POOL_SIZE", "7")
+    settings = Settings(config_file=path)
+    assert (settings.max_pool_size, settings.max_overflow) == (7, 3)
+    assert settings_file_values(load_config(path)) == {"max_overflow": 3}
+
+
+def test_bad_value_is_one_line_naming_file_option_and_value(tmp_path: Path) -> None:
+    path = tmp_path / "placement.conf"
+    path.write_text("[placement_database]\nmax_pool_size = ten\n")
+    with pytest.raises(ConfigFileError) as caught:
+        Settings(config_file=path)
+    assert str(caught.value) == (
+        f"{path}: [placement_database] max_pool_size: invalid value: "
+        "invalid literal for int() with base 10: 'ten'"
+    )

@@ -26,13 +26,15 @@ COMMAND_MODULES: tuple[str, ...] = (
     "placement_numa.cli.agent",
     "placement_numa.cli.demo",
     "placement_numa.cli.schedule",
+    "placement_numa.cli.status",
 )
 
 EPILOG = (
     "exit codes: 0 done; 1 the operation failed (service or database unreachable, a request "
-    "refused); 2 invalid usage, configuration or input (schedule: no room); 3 (agent) reshape "
-    "needed first; "
-    "130 interrupted"
+    "refused); 2 invalid usage, configuration (--config-file missing, unparsable or with a bad "
+    "value) or input; 3 (agent) reshape needed first; 4 (db downgrade, db release) not "
+    "confirmed; 5 (schedule) no room; 130 interrupted. "
+    "status upgrade check: 0 success, 1 warning, 2 failure (oslo.upgradecheck)"
 )
 
 
@@ -81,11 +83,13 @@ def _all_subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentPa
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit code."""
+    from placement_numa.cli.config_file import apply_client_defaults
     from placement_numa.cli.failures import EXIT_INTERRUPTED, describe
 
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        args = apply_client_defaults(parser, args, argv)
         result: int = args.handler(args)
     except KeyboardInterrupt:
         print(f"placement-numa {args.command}: interrupted", file=sys.stderr)

@@ -2,7 +2,8 @@
 
 ``--once`` runs one sync; otherwise the agent syncs every ``--interval`` seconds until
 interrupted. ``--show`` prints the desired tree as JSON without contacting Placement. Options
-override the ``PLACEMENT_NUMA_AGENT_*`` environment. Exit codes: 0 done, 1 a sync failed,
+override the ``PLACEMENT_NUMA_AGENT_*`` environment, which overrides ``--config-file``
+(nova.conf's options: ``placement_numa.cli.config_file``). Exit codes: 0 done, 1 a sync failed,
 2 invalid configuration or unreadable sysfs, 3 the host needs a reshape first.
 """
 
@@ -27,6 +28,8 @@ LOG = logging.getLogger("placement_numa.agent")
 
 def register(subparsers: Any) -> None:
     """Add the ``agent`` subcommand to ``subparsers`` (argparse)."""
+    from placement_numa.cli.config_file import add_config_file
+
     parser = subparsers.add_parser(
         "agent", help="report this host's NUMA provider tree to Placement"
     )
@@ -55,7 +58,8 @@ def register(subparsers: Any) -> None:
         "--disk-gb", type=int, help="DISK_GB total (default: size of instances_path)"
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log every HTTP request")
-    parser.set_defaults(handler=run)
+    add_config_file(parser, client=True)
+    parser.set_defaults(handler=run, password=None)
 
 
 def tree_document(tree: DesiredTree) -> dict[str, Any]:
@@ -93,6 +97,7 @@ def _settings(args: argparse.Namespace) -> AgentSettings:
             "cpu_dedicated_set": args.cpu_dedicated_set,
             "cpu_shared_set": args.cpu_shared_set,
             "disk_gb": args.disk_gb,
+            "password": args.password,  # [placement] password of --config-file
         }.items()
         if value is not None
     }
@@ -124,6 +129,7 @@ def _sync_once(settings: AgentSettings, client: PlacementClient) -> int:
     from placement_numa.agent.reshape import reshape_with_planner
     from placement_numa.agent.sync import ReshapeRequired, SyncError, sync
     from placement_numa.agent.sysfs import SysfsError
+    from placement_numa.cli.failures import EXIT_RESHAPE_NEEDED
     from placement_numa.cli.progress import progress
 
     try:
@@ -136,7 +142,7 @@ def _sync_once(settings: AgentSettings, client: PlacementClient) -> int:
             report = sync(client, tree, reshape=reshape_with_planner, on_provider=advance)
     except ReshapeRequired as exc:
         LOG.error("%s", exc)
-        return 3
+        return EXIT_RESHAPE_NEEDED
     except httpx.TransportError as exc:
         LOG.error("sync failed: cannot reach %s: %s", settings.placement_url, exc)
         return 1

@@ -314,6 +314,8 @@ def wait_until_up(send: Send, seconds: float = 30.0) -> None:
 
 def register(subparsers: Any) -> None:
     """Add the ``demo`` subcommand to ``subparsers`` (argparse)."""
+    from placement_numa.cli.config_file import add_config_file
+
     parser = subparsers.add_parser(
         "demo",
         help="load a demo fleet of real NUMA machine shapes",
@@ -334,6 +336,7 @@ def register(subparsers: Any) -> None:
         default=0.0,
         help="seconds to wait for the service to come up",
     )
+    add_config_file(parser, client=True)
     parser.set_defaults(handler=run)
 
 

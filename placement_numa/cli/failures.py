@@ -4,11 +4,16 @@ Exit codes of every ``placement-numa`` command::
 
     0    done
     1    the operation failed: a service or database could not be reached, or refused a request
-    2    invalid usage, configuration or input file
+    2    invalid usage, configuration (a missing or unparsable --config-file, a value that does
+         not parse) or input file
     3    (agent) the host must be reshaped first
     4    (db downgrade, db release) not confirmed: answered no, or no answer could be read and
          --yes was not given
+    5    (schedule) no room: no host can take the flavor now (usage was valid)
     130  interrupted (Ctrl-C)
+
+``placement-numa status upgrade check`` follows oslo.upgradecheck instead: 0 success,
+1 warning, 2 failure, 255 the check itself could not run.
 
 ``describe(exc)`` maps the exceptions a command may meet to ``(message, exit code)``; it checks
 httpx and SQLAlchemy exceptions only when those libraries are already imported, so client
@@ -27,11 +32,15 @@ __all__ = [
     "EXIT_USAGE",
     "EXIT_INTERRUPTED",
     "EXIT_NOT_CONFIRMED",
+    "EXIT_RESHAPE_NEEDED",
+    "EXIT_NO_ROOM",
 ]
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_RESHAPE_NEEDED = 3
 EXIT_NOT_CONFIRMED = 4
+EXIT_NO_ROOM = 5
 EXIT_INTERRUPTED = 130
 
 
@@ -96,11 +105,21 @@ def _schema(exc: BaseException) -> tuple[str, int] | None:
     return _first_line(exc), EXIT_FAILED
 
 
+def _config_file(exc: BaseException) -> tuple[str, int] | None:
+    conf = sys.modules.get("placement_numa.conf")
+    if conf is not None and isinstance(exc, conf.ConfigFileError):
+        return _first_line(exc), EXIT_USAGE
+    cfg = sys.modules.get("oslo_config.cfg")
+    if cfg is not None and isinstance(exc, cfg.Error):
+        return f"invalid configuration: {_first_line(exc)}", EXIT_USAGE
+    return None
+
+
 def describe(exc: BaseException) -> tuple[str, int] | None:
     """``(one-line message, exit code)`` for an expected failure, ``None`` for a bug."""
     if isinstance(exc, CommandError):
         return _first_line(exc), exc.exit_code
-    for translate in (_http, _database, _settings, _schema):
+    for translate in (_config_file, _http, _database, _settings, _schema):
         found = translate(exc)
         if found is not None:
             return found

@@ -18,6 +18,8 @@ __all__ = ["register"]
 
 def register(subparsers: Any) -> None:
     """Add the ``export-openapi`` subcommand to ``subparsers`` (argparse)."""
+    from placement_numa.cli.config_file import add_config_file
+
     parser = subparsers.add_parser(
         "export-openapi",
         help="write the OpenAPI document (api-spec/openapi.json in a checkout)",
@@ -31,6 +33,7 @@ def register(subparsers: Any) -> None:
         "(default: api-spec/openapi.json in a source checkout, else standard output)",
     )
     parser.add_argument("--check", action="store_true", help="exit 1 if the file differs")
+    add_config_file(parser)
     parser.set_defaults(handler=run)
 
 
@@ -38,6 +41,10 @@ def run(args: argparse.Namespace) -> int:
     """Write or check the document (exit codes in the module docstring)."""
     from placement_numa.openapi_export import checkout_spec_path, render_openapi
 
+    if args.config_file:  # the document does not depend on it; a bad file still fails here
+        from placement_numa.settings import Settings
+
+        Settings(config_file=args.config_file)
     output: Path | None = args.output or checkout_spec_path()
     if output is not None and str(output) == "-":
         output = None

@@ -227,6 +227,8 @@ def _apply_distances(client: httpx.Client, plan: Plan) -> None:
 
 def register(subparsers: Any) -> None:
     """Add the ``reshape plan|apply`` subcommand to ``subparsers`` (argparse)."""
+    from placement_numa.cli.config_file import add_config_file
+
     parser = subparsers.add_parser("reshape", help="plan or apply a NUMA reshape of a compute node")
     actions = parser.add_subparsers(dest="action", required=True)
     for action, text in (
@@ -256,6 +258,7 @@ def register(subparsers: Any) -> None:
                 "service role under Placement's new policy defaults"
             ),
         )
+        add_config_file(sub, client=True)
         sub.set_defaults(handler=run)
 
 

@@ -8,8 +8,9 @@
 
 One call to ``POST /allocation_candidates/claim`` (``placement_numa.claim_client``; a client
 command: httpx only). Prints one line (``claimed <consumer> on <host> cells [0, 1] ...``; with
-``--json`` the whole answer). Exit codes: 0 claimed, 2 no room (the line says what is lacking),
-1 any other refusal or an unreachable service; never a traceback.
+``--json`` the whole answer). Exit codes: 0 claimed, 5 no room (the line says what is lacking),
+1 any other refusal or an unreachable service, 2 invalid usage or configuration; never a
+traceback. ``--config-file`` reads ``[placement] endpoint_override`` (nova.conf) as ``--url``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ def _spec(text: str) -> tuple[str, str]:
 
 def register(subparsers: Any) -> None:
     """Add the ``schedule`` subcommand to ``subparsers`` (argparse)."""
+    from placement_numa.cli.config_file import add_config_file
+
     parser = subparsers.add_parser(
         "schedule", help="claim the best NUMA fit for a flavor in one call"
     )
@@ -57,6 +60,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--alternates", type=int, default=0, help="alternate candidates to return")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds")
     parser.add_argument("--json", action="store_true", help="print the claim as JSON")
+    add_config_file(parser, client=True)
     parser.set_defaults(handler=run)
 
 
@@ -65,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
     import httpx
 
     from placement_numa.claim_client import ClaimError, ClaimRefused, claim_flavor
+    from placement_numa.cli.failures import EXIT_NO_ROOM
 
     flavor = {
         "vcpus": args.vcpus,
@@ -93,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
                 + (f" (lacking {lacking})" if lacking else ""),
                 file=sys.stderr,
             )
-            return 2
+            return EXIT_NO_ROOM
         print(f"schedule: refused: {refused}", file=sys.stderr)
         return 1
     except ClaimError as exc:

@@ -11,11 +11,10 @@ __all__ = ["register"]
 
 def register(subparsers: Any) -> None:
     """Add the ``serve`` subcommand to ``subparsers`` (argparse)."""
+    from placement_numa.cli.config_file import add_config_file
+
     parser = subparsers.add_parser("serve", help="run the Placement API service")
-    parser.add_argument(
-        "--config-file",
-        help="placement.conf to read (oslo.config INI; flags and PLACEMENT_NUMA_* variables win)",
-    )
+    add_config_file(parser)
     parser.add_argument("--host", help="bind address (default 127.0.0.1)")
     parser.add_argument("--port", type=int, help="port (default 8778)")
     parser.add_argument("--workers", type=int, help="uvicorn worker processes (default 1)")
