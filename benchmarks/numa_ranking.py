@@ -115,7 +115,6 @@ def main() -> None:
     print(f"built in {time.perf_counter() - start:.1f} s")
     engine = SnapshotEngine(StaticFleetSource(fleet))
     print(f"{args.hosts} hosts, {len(fleet.providers)} providers")
-    extra = {"exhaustive": True} if args.exhaustive else {}
     for name, (flavor, options) in CASES.items():
         if args.cases not in name:
             continue
@@ -129,7 +128,7 @@ def main() -> None:
                 image=None,
                 options=options,
                 index=index,
-                **extra,
+                exhaustive=bool(args.exhaustive),
             )
             times.append(time.perf_counter() - start)
             count = len(found)

@@ -12,10 +12,20 @@ The fleet (``DEMO_FLEET``)::
     legacy-1           not reshaped (flat VCPU/MEMORY_MB/DISK_GB): NUMA flavors fall back here
     legacy-non-numa    not reshaped and HW_NON_NUMA: never gets NUMA flavors
 
+With devices (``demo_fleet(with_devices=True)``, what ``placement-numa demo`` loads)::
+
+    nic-2s-{1,2}       as intel-2s-1 (sockets 0 and 1), an SR-IOV PF (Intel X710, 8 VFs:
+                       ``CUSTOM_PCI_8086_1572``, ``CUSTOM_PHYSNET_A``) under cell 1 on
+                       nic-2s-1 and under cell 0 on nic-2s-2
+    gpu-2s-1           as intel-2s-1, a GPU (``CUSTOM_PCI_10DE_20B5``, inventory 1) under
+                       cell 0 and another under the compute node (numa_node -1)
+
 Each NUMA cell is a child ``<host>_NUMA<id>`` with ``HW_NUMA_ROOT`` and ``VCPU``/``PCPU``; each
 page size a grandchild ``<host>_NUMA<id>_<size>`` with ``MEMORY_MB`` (``step_size`` = page size
 in MiB), ``MEMORY_PAGE_SIZE_SMALL|LARGE`` and ``CUSTOM_MEMORY_PAGE_SIZE_<KiB>`` (Nova spec).
-Hosts carry ``HW_CPU_HYPERTHREADING`` on the compute node except ``amd-2s-nps4``.
+Hosts carry ``HW_CPU_HYPERTHREADING`` on the compute node except ``amd-2s-nps4``. A device is
+a child ``<host>_PCI_<address>`` of its cell (or of the compute node when it has no NUMA node)
+with one resource class and the number of assignable functions as inventory (issue 22).
 """
 
 from __future__ import annotations
@@ -34,6 +44,7 @@ from placement_numa.numa.page_sizes import provider_traits, step_size_mb
 __all__ = [
     "register",
     "CellShape",
+    "DeviceShape",
     "HostShape",
     "DEMO_FLEET",
     "load_fleet",
@@ -60,6 +71,18 @@ class CellShape:
 
 
 @dataclass(frozen=True)
+class DeviceShape:
+    """A PCI device provider: its address, host cell (``None``: the compute node), resource
+    class, assignable functions (inventory) and traits."""
+
+    address: str
+    cell: int | None
+    resource_class: str
+    total: int = 1
+    traits: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class HostShape:
     """A compute node. ``cells`` empty: a host not reshaped (flat inventory on the root)."""
 
@@ -73,6 +96,8 @@ class HostShape:
     # (cell id, PCPU, VCPU, MiB of small pages) already allocated to some instance
     used: tuple[tuple[int, int, int, int], ...] = ()
     uuid: str = field(default_factory=lambda: str(uuidlib.uuid4()))
+    devices: tuple[DeviceShape, ...] = ()
+    sockets: Mapping[int, int] | None = None
 
 
 def kep_four_cells() -> dict[int, dict[int, int]]:
@@ -100,8 +125,50 @@ def _cells(count: int, pcpu: int, vcpu: int, pages: Mapping[int, int]) -> tuple[
     return tuple(CellShape(i, pcpu, vcpu, dict(pages)) for i in range(count))
 
 
-def demo_fleet() -> list[HostShape]:
-    """Fresh shapes (new uuids) of the demo fleet described in the module docstring."""
+NIC_CLASS = "CUSTOM_PCI_8086_1572"
+GPU_CLASS = "CUSTOM_PCI_10DE_20B5"
+
+
+def device_hosts() -> list[HostShape]:
+    """Fresh shapes of the demo hosts with NICs and GPUs (module docstring)."""
+    intel = {4: 96 * GiB, 2048: 16 * GiB}
+    ht = ("HW_CPU_HYPERTHREADING",)
+    nic = ("CUSTOM_PHYSNET_A",)
+    two = {0: 0, 1: 1}
+    return [
+        HostShape(
+            "nic-2s-1",
+            _cells(2, 12, 4, intel),
+            _dual_socket(),
+            traits=ht,
+            sockets=two,
+            devices=(DeviceShape("0000_81_00_0", 1, NIC_CLASS, 8, nic),),
+        ),
+        HostShape(
+            "nic-2s-2",
+            _cells(2, 12, 4, intel),
+            _dual_socket(),
+            traits=ht,
+            sockets=two,
+            devices=(DeviceShape("0000_18_00_0", 0, NIC_CLASS, 8, nic),),
+        ),
+        HostShape(
+            "gpu-2s-1",
+            _cells(2, 12, 4, intel),
+            _dual_socket(),
+            traits=ht,
+            sockets=two,
+            devices=(
+                DeviceShape("0000_3b_00_0", 0, GPU_CLASS),
+                DeviceShape("0000_d8_00_0", None, GPU_CLASS),
+            ),
+        ),
+    ]
+
+
+def demo_fleet(with_devices: bool = False) -> list[HostShape]:
+    """Fresh shapes (new uuids) of the demo fleet described in the module docstring (with the
+    device hosts when ``with_devices``)."""
     intel = {4: 96 * GiB, 2048: 16 * GiB}
     amd4 = {4: 56 * GiB, 2048: 8 * GiB}
     amd8 = {4: 48 * GiB, 1048576: 16 * GiB}
@@ -128,7 +195,7 @@ def demo_fleet() -> list[HostShape]:
         HostShape(
             "legacy-non-numa", flat_vcpu=32, flat_memory_mb=128 * GiB, traits=("HW_NON_NUMA",)
         ),
-    ]
+    ] + (device_hosts() if with_devices else [])
 
 
 DEMO_FLEET = demo_fleet
@@ -234,14 +301,13 @@ def load_host(send: Send, host: HostShape) -> dict[str, Any]:
             )
             _traits(send, page_uuid, pgen, provider_traits(size_kb))
             pages[(cell.id, size_kb)] = page_uuid
+    devices = _devices(send, host, root, cells)
     if host.distances and host.cells:
         matrix = {str(a): {str(b): d for b, d in row.items()} for a, row in host.distances.items()}
-        _call(
-            send,
-            "PUT",
-            f"/resource_providers/{root}/numa_distances",
-            {"generation": None, "distances": matrix},
-        )
+        body: dict[str, Any] = {"generation": None, "distances": matrix}
+        if host.sockets is not None:
+            body["sockets"] = {str(c): s for c, s in host.sockets.items()}
+        _call(send, "PUT", f"/resource_providers/{root}/numa_distances", body)
     for cell_id, pcpu, vcpu, memory_mb in host.used:
         resources: dict[str, dict[str, dict[str, int]]] = {}
         cpu_used = {rc: v for rc, v in (("PCPU", pcpu), ("VCPU", vcpu)) if v}
@@ -261,7 +327,26 @@ def load_host(send: Send, host: HostShape) -> dict[str, Any]:
                 "consumer_type": "INSTANCE",
             },
         )
-    return {"root": root, "cells": cells, "pages": pages}
+    return {"root": root, "cells": cells, "pages": pages, "devices": devices}
+
+
+def _devices(send: Send, host: HostShape, root: str, cells: Mapping[int, str]) -> dict[str, str]:
+    """Create the device providers of ``host`` under their cells (``{address: uuid}``)."""
+    found: dict[str, str] = {}
+    for device in host.devices:
+        parent = cells[device.cell] if device.cell is not None else root
+        uuid, gen = _provider(send, f"{host.name}_PCI_{device.address}", parent)
+        _call(send, "PUT", f"/resource_classes/{device.resource_class}", None, ok=(201, 204))
+        gen = _inventories(
+            send,
+            uuid,
+            gen,
+            {device.resource_class: {"total": device.total, "max_unit": device.total}},
+        )
+        if device.traits:
+            _traits(send, uuid, gen, list(device.traits))
+        found[device.address] = uuid
+    return found
 
 
 def load_fleet(send: Send, hosts: list[HostShape] | None = None) -> dict[str, dict[str, Any]]:
@@ -374,7 +459,7 @@ def run(args: argparse.Namespace) -> int:
                 f"the demo fleet is already loaded at {args.url} ({present} exists); "
                 "nothing loaded (use --if-empty to skip quietly)"
             )
-    hosts = demo_fleet()
+    hosts = demo_fleet(with_devices=True)
     loaded: dict[str, dict[str, Any]] = {}
     try:
         with progress(len(hosts), "loading demo fleet") as advance:
@@ -397,7 +482,7 @@ def load_when_up(base_url: str, token: str = "admin") -> threading.Thread:
         try:
             wait_until_up(send, seconds=60)
             if fleet_is_empty(send):
-                loaded = load_fleet(send)
+                loaded = load_fleet(send, demo_fleet(with_devices=True))
                 print(f"demo: loaded {len(loaded)} hosts ({', '.join(loaded)})", flush=True)
             else:
                 print("demo: database not empty; demo fleet not loaded", flush=True)

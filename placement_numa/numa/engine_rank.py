@@ -34,6 +34,7 @@ class CellIndex:
     cell_ids: Mapping[str, int] = field(default_factory=dict)
     distances: Mapping[str, Distances] = field(default_factory=dict)
     host_names: Mapping[str, str] = field(default_factory=dict)
+    sockets: Mapping[str, Mapping[int, int]] = field(default_factory=dict)
 
 
 class NumaRanker:
@@ -46,13 +47,20 @@ class NumaRanker:
         *,
         prefer_closest: bool = True,
         distinct: tuple[str, ...] = (),
+        device_classes: frozenset[str] = frozenset(),
+        align_devices: bool = True,
     ) -> None:
         """``distinct``: suffixes of groups that must land on distinct providers (the guest
-        cells' anchors when the caller filters candidates on it); only used by ``bound``."""
+        cells' anchors when the caller filters candidates on it); only used by ``bound``.
+        ``device_classes``: resource classes of the PCI devices asked (their cells are scored
+        apart from those of CPUs and memory); ``align_devices`` false: no rank for aligned
+        devices (``topology_policy=none``)."""
         self.index = index
         self.cpu_classes = cpu_classes
         self.prefer_closest = prefer_closest
         self.distinct = distinct
+        self.device_classes = device_classes
+        self.align_devices = align_devices
         self._shapes: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
         # per root: (cell provider index -> cell id, HostCells, host class)
         self._hosts: dict[int, tuple[dict[int, int], HostCells, int]] = {}
@@ -61,7 +69,8 @@ class NumaRanker:
         self._class_count = 0
         self._cells: dict[int, int | None] = {}
         self._ranked: dict[
-            tuple[int, tuple[tuple[int, int], ...]], tuple[tuple[object, ...], NumaScore]
+            tuple[int, tuple[tuple[int, int], ...], tuple[int | None, ...]],
+            tuple[tuple[object, ...], NumaScore],
         ] = {}
         self._resourceless: dict[int, tuple[Layout, tuple[int, ...]]] = {}
 
@@ -131,33 +140,54 @@ class NumaRanker:
 
     def _used(
         self, candidate: Candidate, fleet: FleetSnapshot, ids: Mapping[int, int]
-    ) -> tuple[tuple[int, int], ...]:
-        """``((cell id, CPUs taken), ...)`` sorted: every cell the candidate touches (CPUs of
-        ``cpu_classes`` counted on cell providers)."""
+    ) -> tuple[tuple[tuple[int, int], ...], tuple[int | None, ...]]:
+        """``((cell id, CPUs taken), ...)`` sorted: every cell the candidate takes CPUs or
+        memory from or anchors a group on (CPUs of ``cpu_classes`` counted on cell providers),
+        and the cell of each device unit taken (``device_classes``; ``None`` when under the
+        compute node), sorted."""
         used: dict[int, int] = {}
-        cpu_classes = self.cpu_classes
+        devices: list[int | None] = []
+        cpu_classes, device_classes = self.cpu_classes, self.device_classes
         for p, rc, amount in candidate.allocations:
             cell = self._cell_of(fleet, ids, p)
-            if cell is not None:
+            if rc in device_classes:
+                devices.extend([cell] * amount)
+            elif cell is not None:
                 used[cell] = used.get(cell, 0) + (amount if rc in cpu_classes and p in ids else 0)
         chosen = candidate.chosen
         for k in self._resourceless_slots(candidate.layout):
             cell = self._cell_of(fleet, ids, chosen[k])
             if cell is not None:
                 used.setdefault(cell, 0)
-        return tuple(sorted(used.items()))
+        ordered = tuple(sorted(devices, key=lambda c: (c is None, c or 0)))
+        return tuple(sorted(used.items())), ordered
 
     def _scored(
         self, candidate: Candidate, fleet: FleetSnapshot
     ) -> tuple[tuple[object, ...], NumaScore]:
         ids, host, number = self._host(fleet, candidate.anchor)
-        used = self._used(candidate, fleet, ids)
-        memo = (number, used)
+        used, devices = self._used(candidate, fleet, ids)
+        memo = (number, used, devices)
         cached = self._ranked.get(memo)
         if cached is None:
-            numa = score(host, dict(used))
+            numa = score(host, dict(used), devices, align_devices=self.align_devices)
             cached = self._ranked[memo] = (rank_key(numa, prefer_closest=self.prefer_closest), numa)
         return cached
+
+    def devices(
+        self, candidate: Candidate, fleet: FleetSnapshot
+    ) -> tuple[tuple[str, str, int | None], ...]:
+        """``((resource class, provider uuid, cell id or None), ...)``: each device unit the
+        candidate takes (classes ``device_classes``), in allocation order."""
+        if not self.device_classes:
+            return ()
+        ids, _, _ = self._host(fleet, candidate.anchor)
+        found: list[tuple[str, str, int | None]] = []
+        for p, rc, amount in candidate.allocations:
+            if rc in self.device_classes:
+                cell = self._cell_of(fleet, ids, p)
+                found.extend([(rc, fleet.uuids[p], cell)] * amount)
+        return tuple(found)
 
     def score(self, candidate: Candidate, fleet: FleetSnapshot) -> NumaScore:
         """The NUMA score of ``candidate`` (cells used, width, distance, spread)."""
@@ -194,7 +224,7 @@ class NumaRanker:
             prefer = self.prefer_closest
 
             def key_of(used: tuple[tuple[int, int], ...]) -> tuple[object, ...]:
-                cached = self._ranked.get((number, used))
+                cached = self._ranked.get((number, used, ()))
                 if cached is not None:
                     return cached[0]
                 return rank_key(score(host, dict(used)), prefer_closest=prefer)

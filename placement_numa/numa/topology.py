@@ -18,12 +18,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from placement_numa.numa import resolve
-from placement_numa.numa.cpu_spec import parse_cpu_spec
 from placement_numa.numa.distribute import split_evenly
 from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.numa.page_sizes import PageSizeRequest
-from placement_numa.numa.validation import dedicated_mask, effective_cells, is_numa_flavor, validate
+from placement_numa.numa.request import FlavorRequest, as_request
 
 __all__ = ["GuestCell", "GuestTopology", "guest_topology"]
 
@@ -74,38 +72,36 @@ def _even_cpus(vcpus: int, parts: int) -> list[frozenset[int]]:
 
 
 def guest_topology(
-    flavor: Flavor, image: ImageProperties | None = None, *, cell_count: int | None = None
+    flavor: Flavor | FlavorRequest,
+    image: ImageProperties | None = None,
+    *,
+    cell_count: int | None = None,
 ) -> GuestTopology | None:
-    """The guest topology, or ``None`` for a flavor without NUMA request.
+    """The guest topology of a ``FlavorRequest`` (or of a flavor + image, resolved first), or
+    ``None`` for a guest without NUMA request.
 
     ``cell_count`` overrides the implicit single cell of a flavor that does not fix its count
-    (KEP-2902 distribution: CPUs and memory split evenly, remainder striped). Validates first:
-    raises ``InvalidFlavor`` (400) like ``validation.validate``.
+    (KEP-2902 distribution: CPUs and memory split evenly, remainder striped). Raises
+    ``InvalidFlavor`` (400) when a flavor given as such does not validate.
     """
-    validate(flavor, image)
-    if not is_numa_flavor(flavor, image):
+    request = as_request(flavor, image)
+    if not request.is_numa:
         return None
-    nodes, _ = resolve.numa_nodes(flavor, image)
-    size, _ = resolve.page_size(flavor, image)
+    size = request.page_size
     page = size or PageSizeRequest("small")
-    policy, _ = resolve.cpu_policy(flavor, image)
-    threads, _ = resolve.thread_policy(flavor, image)
-    emulator, _ = resolve.emulator_threads_isolate(flavor)
+    policy = request.cpu_policy
+    nodes = request.numa_nodes
     fixed = nodes is not None
     count = nodes if nodes is not None else (cell_count or 1)
+    vcpus, memory_mb = request.flavor.vcpus, request.flavor.memory_mb
 
-    cpu_specs = effective_cells(flavor, image, "cpus")
-    mem_specs = effective_cells(flavor, image, "mem")
-    if cpu_specs:
-        cpus = [parse_cpu_spec(cpu_specs[i].value, max_cpu=flavor.vcpus - 1) for i in range(count)]
+    cpus = list(request.cell_cpus) if request.cell_cpus else _even_cpus(vcpus, count)
+    if request.cell_memory_mb:
+        memory = list(request.cell_memory_mb)
     else:
-        cpus = _even_cpus(flavor.vcpus, count)
-    if mem_specs:
-        memory = [int(mem_specs[i].value) for i in range(count)]
-    else:
-        memory = split_evenly(flavor.memory_mb, count, page.step_mb if not fixed else 1)
+        memory = split_evenly(memory_mb, count, page.step_mb if not fixed else 1)
 
-    mask = dedicated_mask(flavor) if policy == "mixed" else None
+    mask = request.dedicated
     cells = []
     for index in range(count):
         if policy == "dedicated":
@@ -115,7 +111,15 @@ def guest_topology(
         else:
             pcpu = 0
         vcpu = len(cpus[index]) - pcpu
-        if emulator and index == 0:
+        if request.emulator_threads_isolate and index == 0:
             pcpu += 1
         cells.append(GuestCell(index, cpus[index], memory[index], vcpu, pcpu))
-    return GuestTopology(tuple(cells), page, policy, threads, emulator, fixed, size is not None)
+    return GuestTopology(
+        tuple(cells),
+        page,
+        policy,
+        request.thread_policy,
+        request.emulator_threads_isolate,
+        fixed,
+        size is not None,
+    )

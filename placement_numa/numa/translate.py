@@ -34,9 +34,19 @@ from placement_numa.domain.request_groups import CandidateQuery, RequestGroup
 from placement_numa.numa.extra_specs import granular_specs
 from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.numa.query_string import to_query_string
+from placement_numa.numa.request import FlavorRequest, as_request
 from placement_numa.numa.topology import GuestTopology, guest_topology
 
-__all__ = ["CellGroups", "NumaQuery", "translate", "HW_NUMA_ROOT", "HW_NON_NUMA", "HYPERTHREADING"]
+__all__ = [
+    "CellGroups",
+    "DeviceGroup",
+    "NumaQuery",
+    "translate",
+    "HW_NUMA_ROOT",
+    "HW_NON_NUMA",
+    "HYPERTHREADING",
+    "ALIGNING_POLICIES",
+]
 
 HW_NUMA_ROOT = "HW_NUMA_ROOT"
 HW_NON_NUMA = "HW_NON_NUMA"
@@ -54,6 +64,23 @@ class CellGroups:
     mem: str
 
 
+# Device affinity policies that refuse a device off the guest's cells (no fallback hosts then).
+ALIGNING_POLICIES = ("required", "socket")
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceGroup:
+    """The request group of one PCI device: its suffix (``_PCI<n>``), resource class and
+    effective NUMA affinity policy (``required``, ``legacy``, ``preferred``, ``socket`` or
+    ``none``); ``in_subtree``: the query itself ties it to the guest's only cell
+    (``same_subtree``), so the search needs no further check for it."""
+
+    suffix: str
+    resource_class: str
+    policy: str
+    in_subtree: bool = False
+
+
 @dataclass(frozen=True)
 class NumaQuery:
     """A translated flavor.
@@ -68,7 +95,10 @@ class NumaQuery:
       ``isolate``), this is the folded form under ``group_policy=isolate``, so the engine's
       isolate rule enforces it while searching. Otherwise (numbered groups with
       ``group_policy=none``) it is ``query`` and ``filter_anchors`` tells the caller to drop
-      candidates whose anchors share a provider.
+      candidates whose anchors share a provider;
+    * ``devices``: the request group of each PCI device (``_PCI1``, ...), with its affinity
+      policy, which the search enforces (``numa.device_affinity``) unless ``in_subtree``;
+    * ``request``: the typed request it was translated from.
     """
 
     query: CandidateQuery
@@ -79,6 +109,8 @@ class NumaQuery:
     search: CandidateQuery | None = None
     search_cells: tuple[CellGroups, ...] = ()
     filter_anchors: bool = False
+    devices: tuple[DeviceGroup, ...] = ()
+    request: FlavorRequest | None = None
 
     @property
     def anchors(self) -> tuple[str, ...]:
@@ -129,6 +161,24 @@ def _extra_groups(
     return unsuffixed, required, forbidden, numbered
 
 
+def _device_groups(request: FlavorRequest, cells: int) -> tuple[DeviceGroup, ...]:
+    """One group per device; tied by ``same_subtree`` when the guest has one cell and the
+    policy is ``required`` (the only policy a subtree expresses exactly)."""
+    return tuple(
+        DeviceGroup(
+            f"_PCI{n}", d.resource_class, d.numa_policy, cells == 1 and d.numa_policy == "required"
+        )
+        for n, d in enumerate(request.devices, start=1)
+    )
+
+
+def _device_request_groups(request: FlavorRequest) -> list[RequestGroup]:
+    return [
+        RequestGroup(suffix=f"_PCI{n}", resources={d.resource_class: 1}, required_traits=d.traits)
+        for n, d in enumerate(request.devices, start=1)
+    ]
+
+
 def _root_traits(topology: GuestTopology | None) -> tuple[frozenset[str], frozenset[str]]:
     if topology is None or topology.thread_policy is None:
         return frozenset(), frozenset()
@@ -140,10 +190,13 @@ def _root_traits(topology: GuestTopology | None) -> tuple[frozenset[str], frozen
 
 
 def _flat_query(
-    flavor: Flavor, topology: GuestTopology | None, forbidden_extra: frozenset[str]
+    request: FlavorRequest, topology: GuestTopology | None, forbidden_extra: frozenset[str]
 ) -> CandidateQuery:
-    """One unsuffixed group with the whole flavor (non-NUMA flavors and the fallback)."""
+    """One unsuffixed group with the whole flavor, plus its numbered and device groups
+    (non-NUMA flavors and the fallback)."""
+    flavor = request.flavor
     extra, required, forbidden, numbered = _extra_groups(flavor, skip_placed=topology is not None)
+    numbered = numbered + _device_request_groups(request)
     if topology is not None:
         vcpu = sum(c.vcpu for c in topology.cells)
         pcpu = sum(c.pcpu for c in topology.cells)
@@ -180,42 +233,74 @@ def _flat_query(
 
 
 def translate(
-    flavor: Flavor, image: ImageProperties | None = None, *, cell_count: int | None = None
+    flavor: Flavor | FlavorRequest,
+    image: ImageProperties | None = None,
+    *,
+    cell_count: int | None = None,
 ) -> NumaQuery:
-    """Translate a flavor (and image) into a ``NumaQuery``.
+    """Translate a ``FlavorRequest`` (or a flavor and image, resolved first) into a
+    ``NumaQuery``.
 
     ``cell_count`` widens a flavor that does not fix its cell count (KEP-2902 distribution).
+    PCI devices (``pci_passthrough:alias``) become one group each (``_PCI<n>``); with devices
+    the guest cells' distinctness is checked on candidates (``filter_anchors``) unless the
+    flavor asks ``group_policy=isolate``, since isolate would also keep two VFs of one PF apart.
     Raises ``InvalidFlavor`` (400, ``placement_numa.flavor.invalid``) naming the offending keys.
     """
-    topology = guest_topology(flavor, image, cell_count=cell_count)
+    request = as_request(flavor, image)
+    topology = guest_topology(request, cell_count=cell_count)
     if topology is None:
-        query = _flat_query(flavor, None, frozenset({HW_NUMA_ROOT}))
-        return NumaQuery(query, (), None, None, ("VCPU",), query, (), False)
+        query = _flat_query(request, None, frozenset({HW_NUMA_ROOT}))
+        return NumaQuery(query, (), None, None, ("VCPU",), query, (), False, (), request)
 
-    isolate = flavor.spec("group_policy") == "isolate"
-    query, cells = _numa_query(flavor, topology, fold=isolate)
-    _, _, _, numbered = _extra_groups(flavor, skip_placed=True)
-    if isolate or not numbered:
-        search, search_cells = _numa_query(flavor, topology, fold=True)
+    plain = request.flavor
+    devices = _device_groups(request, len(topology.cells))
+    isolate = plain.spec("group_policy") == "isolate"
+    query, cells = _numa_query(request, topology, devices, fold=isolate)
+    _, _, _, numbered = _extra_groups(plain, skip_placed=True)
+    if isolate or not (numbered or devices):
+        search, search_cells = _numa_query(request, topology, devices, fold=True)
         filter_anchors = False
     else:
         search, search_cells, filter_anchors = query, cells, len(cells) > 1
-    fallback = _flat_query(flavor, topology, frozenset({HW_NON_NUMA, HW_NUMA_ROOT}))
+    fallback: CandidateQuery | None = _flat_query(
+        request, topology, frozenset({HW_NON_NUMA, HW_NUMA_ROOT})
+    )
+    policy = request.topology_policy
+    if (policy is not None and not policy.fallback) or any(
+        d.policy in ALIGNING_POLICIES for d in devices
+    ):
+        fallback = None
     classes = tuple(
         rc
         for rc in ("VCPU", "PCPU")
         if any((c.vcpu if rc == "VCPU" else c.pcpu) for c in topology.cells)
     )
     return NumaQuery(
-        query, cells, fallback, topology, classes, search, search_cells, filter_anchors
+        query,
+        cells,
+        fallback,
+        topology,
+        classes,
+        search,
+        search_cells,
+        filter_anchors,
+        devices,
+        request,
     )
 
 
 def _numa_query(
-    flavor: Flavor, topology: GuestTopology, *, fold: bool
+    request: FlavorRequest,
+    topology: GuestTopology,
+    devices: tuple[DeviceGroup, ...],
+    *,
+    fold: bool,
 ) -> tuple[CandidateQuery, tuple[CellGroups, ...]]:
     """The NUMA-anchored query: the spec's form, or with ``fold`` the anchors folded into the
-    CPU groups under ``group_policy=isolate``."""
+    CPU groups under ``group_policy=isolate``; device groups after the cells' (tied to the
+    only cell by ``same_subtree`` when ``in_subtree``)."""
+    flavor = request.flavor
     extra, required, forbidden, numbered = _extra_groups(flavor, skip_placed=True)
     groups: list[RequestGroup] = []
     disk = {"DISK_GB": flavor.disk_gb} if flavor.disk_gb else {}
@@ -257,6 +342,10 @@ def _numa_query(
             cells.append(CellGroups(cell.index, anchor, proc, mem))
             subtrees.append(frozenset({mem, proc, anchor}))
     groups.extend(numbered)
+    groups.extend(_device_request_groups(request))
+    tied = frozenset(d.suffix for d in devices if d.in_subtree)
+    if tied and subtrees:
+        subtrees[0] = subtrees[0] | tied
     root_required, root_forbidden = _root_traits(topology)
     query = CandidateQuery(
         groups=tuple(groups),

@@ -52,6 +52,7 @@ from placement_numa.domain.request_groups import CandidateQuery
 from placement_numa.engine import CandidateEngine, FleetSnapshot
 from placement_numa.errors import BadRequest, ConcurrentUpdate, Conflict
 from placement_numa.numa.flavor import Flavor, ImageProperties
+from placement_numa.numa.pci_alias import PciAlias
 from placement_numa.numa.ranking import rank_key
 from placement_numa.numa.translate import translate
 from placement_numa.services import numa_candidates
@@ -341,10 +342,14 @@ def claim_for_flavor(
     request: ClaimRequest,
     window: int = DEFAULT_WINDOW,
     strategy: Strategy = "spread",
+    aliases: Mapping[str, PciAlias] | None = None,
 ) -> Claimed:
-    """``claim`` over the ranked candidates of ``POST /allocation_candidates`` for a flavor.
-    Raises ``InvalidFlavor`` (400) before anything is searched, and what ``claim`` raises."""
-    requested = requested_amounts(translate(flavor, image).query)
+    """``claim`` over the ranked candidates of ``POST /allocation_candidates`` for a flavor
+    (``aliases``: the ``[pci] alias`` table; ``options.topology_policy`` applies). The flavor
+    is resolved once (``numa_candidates.flavor_request``) for every search round. Raises
+    ``InvalidFlavor`` (400) before anything is searched, and what ``claim`` raises."""
+    resolved = numa_candidates.flavor_request(flavor, image, options, aliases)
+    requested = requested_amounts(translate(resolved).query)
 
     def search(limit: int) -> list[RankedCandidate]:
         return numa_candidates.flavor_candidates(
@@ -353,8 +358,12 @@ def claim_for_flavor(
             flavor=flavor,
             image=image,
             options=NumaOptions(
-                limit=limit, prefer_closest=options.prefer_closest, distribute=options.distribute
+                limit=limit,
+                prefer_closest=options.prefer_closest,
+                distribute=options.distribute,
+                topology_policy=options.topology_policy,
             ),
+            request=resolved,
         )
 
     return claim(

@@ -32,7 +32,7 @@ translation.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 
 from placement_numa.db.database import Database
@@ -40,13 +40,17 @@ from placement_numa.db.repositories import numa_distances as repo
 from placement_numa.db.repositories.fleet import current_revision
 from placement_numa.domain.request_groups import CandidateQuery
 from placement_numa.engine import Candidate, CandidateEngine, FleetSnapshot
+from placement_numa.numa.device_affinity import device_accept
 from placement_numa.numa.distances import cell_id_from_name
 from placement_numa.numa.distribute import widths_to_try
 from placement_numa.numa.engine_rank import CellIndex, NumaRanker
 from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.numa.memory_rule import memory_accept
+from placement_numa.numa.pci_alias import PciAlias
 from placement_numa.numa.query_string import to_query_string
 from placement_numa.numa.ranking import NumaScore, rank_key
+from placement_numa.numa.request import FlavorRequest, resolve_request
+from placement_numa.numa.topology_policies import policy as topology_policy_named
 from placement_numa.numa.translate import NumaQuery, translate
 from placement_numa.numa.unknown_traits import known_traits_only
 
@@ -55,6 +59,7 @@ __all__ = [
     "RankedCandidate",
     "CellIndexCache",
     "flavor_candidates",
+    "flavor_request",
     "query_candidates",
     "MAX_DISTRIBUTE_CELLS",
 ]
@@ -70,13 +75,16 @@ class NumaOptions:
     guest cells with identical requests are interchangeable, so each distinct set of host
     cells is returned once; on: every assignment of guest cells to them, as GET does) and
     ``diversify`` (default on: the best candidate of every host, in rank order, before the
-    second best of any host, so a ``limit`` answer offers alternates on distinct hosts)."""
+    second best of any host, so a ``limit`` answer offers alternates on distinct hosts);
+    ``topology_policy``: the Topology Manager policy (``none``, ``best-effort``,
+    ``restricted``, ``single-numa-node``; ``None``: Nova's flavor semantics)."""
 
     limit: int | None = None
     prefer_closest: bool = True
     distribute: bool = False
     every_ordering: bool = False
     diversify: bool = True
+    topology_policy: str | None = None
 
 
 def _rounds(found: list[RankedCandidate]) -> list[RankedCandidate]:
@@ -95,8 +103,9 @@ def _rounds(found: list[RankedCandidate]) -> list[RankedCandidate]:
 @dataclass(frozen=True)
 class RankedCandidate:
     """One candidate, best first: the engine's candidate and snapshot, its NUMA score
-    (``None`` for fallback candidates), the query string it answers, and whether it is a
-    fallback (host not reshaped)."""
+    (``None`` for fallback candidates), the query string it answers, whether it is a
+    fallback (host not reshaped), the host name and the PCI devices it takes:
+    ``((resource class, provider uuid, cell id or None), ...)``."""
 
     candidate: Candidate
     fleet: FleetSnapshot
@@ -104,6 +113,7 @@ class RankedCandidate:
     explain: str
     fallback: bool = False
     host: str | None = None
+    devices: tuple[tuple[str, str, int | None], ...] = ()
 
 
 def _load_cell_index(database: Database) -> tuple[int, CellIndex]:
@@ -114,8 +124,9 @@ def _load_cell_index(database: Database) -> tuple[int, CellIndex]:
         names = repo.all_cell_names(conn)
         matrices = repo.all_matrices(conn)
         hosts = repo.root_names(conn)
+        sockets = repo.all_sockets(conn)
     ids = {uuid: cid for uuid, name in names if (cid := cell_id_from_name(name)) is not None}
-    return revision, CellIndex(ids, matrices, hosts)
+    return revision, CellIndex(ids, matrices, hosts, sockets)
 
 
 class CellIndexCache:
@@ -183,10 +194,13 @@ def _anchors_distinct(candidate: Candidate, anchors: tuple[str, ...]) -> bool:
     return len({p for p in chosen}) == len(chosen)
 
 
-def _accept(numa: NumaQuery, fleet: FleetSnapshot) -> Callable[[Candidate], bool] | None:
+def _accept(
+    numa: NumaQuery, fleet: FleetSnapshot, index: CellIndex | None = None
+) -> Callable[[Candidate], bool] | None:
     """The search's ``accept`` filter: guest cells on distinct host cells when the query cannot
-    enforce it (``filter_anchors``), and Nova's memory rule for pinned and explicit-page-size
-    guests (``numa.memory_rule``); ``None`` when neither applies."""
+    enforce it (``filter_anchors``), Nova's memory rule for pinned and explicit-page-size
+    guests (``numa.memory_rule``) and the devices' NUMA affinity (``numa.device_affinity``);
+    ``None`` when none applies."""
     checks: list[Callable[[Candidate], bool]] = []
     if numa.filter_anchors:
         anchors = numa.anchors
@@ -194,6 +208,9 @@ def _accept(numa: NumaQuery, fleet: FleetSnapshot) -> Callable[[Candidate], bool
     memory = memory_accept(numa.topology, fleet)
     if memory is not None:
         checks.append(memory)
+    devices = device_accept(numa, fleet, index or CellIndex())
+    if devices is not None:
+        checks.append(devices)
     if not checks:
         return None
     if len(checks) == 1:
@@ -207,6 +224,20 @@ def _ranker(index: CellIndex, numa: NumaQuery, options: NumaOptions) -> NumaRank
         numa.cpu_classes,
         prefer_closest=options.prefer_closest,
         distinct=numa.anchors if numa.filter_anchors else (),
+        device_classes=frozenset(d.resource_class for d in numa.devices),
+        align_devices=any(d.policy != "none" for d in numa.devices),
+    )
+
+
+def _ranked(
+    candidate: Candidate, fleet: FleetSnapshot, ranker: NumaRanker, explain: str
+) -> RankedCandidate:
+    return RankedCandidate(
+        candidate,
+        fleet,
+        ranker.score(candidate, fleet),
+        explain,
+        devices=ranker.devices(candidate, fleet),
     )
 
 
@@ -226,20 +257,21 @@ def _search_bounded(
     query = numa.search_query
     if fleet is None:
         fleet = engine.snapshot()
+    # the rank bound's contract reads key[0] as the width; device keys lead with alignment
     result = engine.search(
         query,
         limit=limit,
         rank=ranker.rank,
-        rank_bound=ranker.bound,
+        rank_bound=None if numa.devices else ranker.bound,
         roots=roots,
-        accept=_accept(numa, fleet),
+        accept=_accept(numa, fleet, ranker.index),
         fleet=fleet,
         orderings=options.every_ordering,
         diversify=options.diversify,
     )
     explain = to_query_string(query)
     fleet = result.fleet
-    found = [RankedCandidate(c, fleet, ranker.score(c, fleet), explain) for c in result.candidates]
+    found = [_ranked(c, fleet, ranker, explain) for c in result.candidates]
     return found, fleet
 
 
@@ -255,7 +287,7 @@ def _search(
     query = numa.search_query
     if fleet is None:
         fleet = engine.snapshot()
-    accept = _accept(numa, fleet)
+    accept = _accept(numa, fleet, ranker.index)
     result = engine.search(
         query,
         limit=None if accept is not None or options.diversify else limit,
@@ -268,9 +300,7 @@ def _search(
     for candidate in result.candidates:
         if accept is not None and not accept(candidate):
             continue
-        found.append(
-            RankedCandidate(candidate, result.fleet, ranker.score(candidate, result.fleet), explain)
-        )
+        found.append(_ranked(candidate, result.fleet, ranker, explain))
     if options.diversify:
         found = _rounds(found)
     return found if limit is None else found[:limit]
@@ -295,24 +325,28 @@ def _numa_cells(fleet: FleetSnapshot, root: int) -> list[int]:
 
 def _distributed_bounded(
     engine: CandidateEngine,
-    flavor: Flavor,
-    image: ImageProperties | None,
+    request: FlavorRequest,
     index: CellIndex,
     options: NumaOptions,
     fleet: FleetSnapshot,
+    *,
+    every: bool = False,
 ) -> list[RankedCandidate]:
     """KEP-2902 over the fleet, with the answer of ``_distributed``: width 1 over every host;
     then, for each wider width, the hosts not placed yet that have that many NUMA cells and
     enough free CPUs in total. Each width is one bounded ranked search (``_search_bounded``)
     asked only for the candidates still missing, so a wider width is searched only when the
     narrower ones gave fewer than ``limit`` (and then they gave all theirs, so the placed hosts
-    are known)."""
-    limit = options.limit
+    are known).
+
+    ``every`` (``topology_policy=best-effort``): every width of every host, placed or not, all
+    ranked together (aligned, then narrowest first), then ``limit``."""
+    limit = None if every else options.limit
     found: list[RankedCandidate] = []
     placed: set[str] = set()
     cells_of: dict[int, list[int]] = {}
-    for width in widths_to_try(flavor.vcpus, MAX_DISTRIBUTE_CELLS):
-        runnable = _runnable(translate(flavor, image, cell_count=width), fleet)
+    for width in widths_to_try(request.flavor.vcpus, MAX_DISTRIBUTE_CELLS):
+        runnable = _runnable(translate(request, cell_count=width), fleet)
         if runnable is None or runnable.search is None:
             continue
         attempt = runnable
@@ -328,7 +362,7 @@ def _distributed_bounded(
             providers = fleet.providers
             for root in fleet.roots:
                 uuid = providers[root].uuid
-                if uuid in placed:
+                if uuid in placed and not every:
                     continue
                 cells = cells_of.get(root)
                 if cells is None:
@@ -354,31 +388,42 @@ def _distributed_bounded(
         found.extend(batch)
         if limit is not None and len(found) >= limit:
             return found[:limit]
+    if every:
+        found.sort(
+            key=lambda r: (
+                rank_key(r.score, prefer_closest=options.prefer_closest) if r.score else ()
+            )
+        )
+        if options.diversify:
+            found = _rounds(found)
+        if options.limit is not None:
+            found = found[: options.limit]
     return found
 
 
 def _distributed(
     engine: CandidateEngine,
-    flavor: Flavor,
-    image: ImageProperties | None,
+    request: FlavorRequest,
     index: CellIndex,
     options: NumaOptions,
     fleet: FleetSnapshot,
+    *,
+    every: bool = False,
 ) -> list[RankedCandidate]:
     """KEP-2902 over the fleet: width 1 over every host; then, for each wider width, only the
     hosts not placed yet that have that many NUMA cells and enough free CPUs in total (each
     searched with ``in_tree``), so a host is reported at its narrowest even split only and the
     search never enumerates wide splits of hosts that already fit narrower. Stops at ``limit``.
-    The exhaustive reference of ``_distributed_bounded``."""
-    limit = options.limit
+    The exhaustive reference of ``_distributed_bounded`` (``every``: as there)."""
+    limit = None if every else options.limit
     found: list[RankedCandidate] = []
     placed: set[str] = set()
-    for width in widths_to_try(flavor.vcpus, MAX_DISTRIBUTE_CELLS):
-        runnable = _runnable(translate(flavor, image, cell_count=width), fleet)
+    for width in widths_to_try(request.flavor.vcpus, MAX_DISTRIBUTE_CELLS):
+        runnable = _runnable(translate(request, cell_count=width), fleet)
         if runnable is None or runnable.search is None:
             continue
         attempt = runnable
-        ranker = NumaRanker(index, attempt.cpu_classes, prefer_closest=options.prefer_closest)
+        ranker = _ranker(index, attempt, replace(options, limit=None))
         if width == 1:
             batch = _search(engine, attempt, ranker, None, fleet, options)
         else:
@@ -387,7 +432,7 @@ def _distributed(
             for root in fleet.roots:
                 info = fleet.providers[root]
                 cells = [i for i in fleet.tree[root] if "HW_NUMA_ROOT" in fleet.providers[i].traits]
-                if info.uuid in placed or len(cells) < width:
+                if (info.uuid in placed and not every) or len(cells) < width:
                     continue
                 free = sum(fleet.providers[i].free(rc) for i in cells for rc in attempt.cpu_classes)
                 if free < needed:
@@ -406,6 +451,61 @@ def _distributed(
         found.extend(batch)
         if limit is not None and len(found) >= limit:
             return found[:limit]
+    if every:
+        found.sort(
+            key=lambda r: (
+                rank_key(r.score, prefer_closest=options.prefer_closest) if r.score else ()
+            )
+        )
+        if options.diversify:
+            found = _rounds(found)
+        if options.limit is not None:
+            found = found[: options.limit]
+    return found
+
+
+def flavor_request(
+    flavor: Flavor,
+    image: ImageProperties | None,
+    options: NumaOptions,
+    aliases: Mapping[str, PciAlias] | None = None,
+) -> FlavorRequest:
+    """The typed request of ``flavor`` (+ ``image``) under ``options.topology_policy`` with the
+    ``[pci] alias`` table ``aliases``. Raises ``InvalidFlavor`` (400)."""
+    return resolve_request(
+        flavor,
+        image,
+        aliases=aliases,
+        topology_policy=topology_policy_named(options.topology_policy),
+    )
+
+
+def _numa_found(
+    engine: CandidateEngine,
+    request: FlavorRequest,
+    numa: NumaQuery,
+    index: CellIndex,
+    options: NumaOptions,
+    fleet: FleetSnapshot,
+    exhaustive: bool,
+) -> list[RankedCandidate]:
+    """The NUMA fits of ``numa`` (no fallback), by the widths its topology policy or
+    ``distribute_cpus_across_numa`` asks."""
+    assert numa.topology is not None
+    policy = request.topology_policy
+    widths = policy.widths if policy is not None else "flavor"
+    widen = not numa.topology.fixed_cell_count and (
+        widths != "flavor" or (options.distribute and (policy is None or policy.max_cells != 1))
+    )
+    if widen:
+        distributed = _distributed if exhaustive else _distributed_bounded
+        return distributed(engine, request, index, options, fleet, every=widths == "every")
+    if numa.search is None:  # the NUMA search requires an unknown trait: only the fallback
+        return []
+    ranker = _ranker(index, numa, options)
+    if exhaustive:
+        return _search(engine, numa, ranker, options.limit, fleet, options)
+    found, _ = _search_bounded(engine, numa, ranker, options.limit, fleet=fleet, options=options)
     return found
 
 
@@ -418,11 +518,20 @@ def flavor_candidates(
     options: NumaOptions,
     index: CellIndex | None = None,
     exhaustive: bool = False,
+    aliases: Mapping[str, PciAlias] | None = None,
+    request: FlavorRequest | None = None,
 ) -> list[RankedCandidate]:
     """Ranked candidates for a Nova flavor (see the module docstring). Raises ``InvalidFlavor``.
-    ``index`` (cell ids, distances, host names) is read from ``database`` unless given;
-    ``exhaustive`` runs the reference path (same answer, slower)."""
-    translated = translate(flavor, image)
+    ``index`` (cell ids, distances, host names, sockets) is read from ``database`` unless
+    given; ``exhaustive`` runs the reference path (same answer, slower); ``aliases``: the
+    ``[pci] alias`` table; ``request``: the flavor already resolved (``flavor_request``), so a
+    caller that searches several times resolves once."""
+    if request is None:
+        request = flavor_request(flavor, image, options, aliases)
+    policy = request.topology_policy
+    if policy is not None and not policy.admits(request.numa_nodes):
+        return []  # single-numa-node and a guest fixed at more than one cell
+    translated = translate(request)
     limit = options.limit
     fleet = engine.snapshot()
     index = index if index is not None else _cell_index(database, engine, fleet)
@@ -437,18 +546,7 @@ def flavor_candidates(
             [RankedCandidate(c, result.fleet, None, explain) for c in result.candidates], index
         )
 
-    if options.distribute and not numa.topology.fixed_cell_count:
-        distributed = _distributed if exhaustive else _distributed_bounded
-        found = distributed(engine, flavor, image, index, options, fleet)
-    elif numa.search is None:  # the NUMA search requires an unknown trait: only the fallback
-        found = []
-    elif exhaustive:
-        ranker = NumaRanker(index, numa.cpu_classes, prefer_closest=options.prefer_closest)
-        found = _search(engine, numa, ranker, limit, fleet, options)
-    else:
-        ranker = _ranker(index, numa, options)
-        found, _ = _search_bounded(engine, numa, ranker, limit, fleet=fleet, options=options)
-
+    found = _numa_found(engine, request, numa, index, options, fleet, exhaustive)
     if numa.fallback is not None and (limit is None or len(found) < limit):
         remaining = None if limit is None else limit - len(found)
         result = engine.search(numa.fallback, limit=remaining, fleet=fleet)

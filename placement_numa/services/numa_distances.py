@@ -43,13 +43,15 @@ class NumaDistancesNotFound(NotFound):
 
 @dataclass(frozen=True)
 class NumaDistances:
-    """A compute node's matrix: ``cells`` maps cell id -> cell provider uuid."""
+    """A compute node's matrix: ``cells`` maps cell id -> cell provider uuid; ``sockets`` cell
+    id -> socket (``physical_package_id``), when known."""
 
     root_uuid: str
     generation: int
     matrix: dict[int, dict[int, int]]
     cells: dict[int, str]
     updated_at: datetime | None
+    sockets: dict[int, int] | None = None
 
 
 def _root_and_cells(conn: Any, uuid: str) -> tuple[providers.ProviderRow, dict[int, str]]:
@@ -77,18 +79,44 @@ def get_distances(*, database: Database, uuid: str) -> NumaDistances:
         row = repo.get(conn, provider.id)
     if row is None:
         raise NumaDistancesNotFound(f"No NUMA distances for resource provider {uuid}")
-    return NumaDistances(uuid, row.generation, row.matrix, cells, row.updated_at)
+    return NumaDistances(uuid, row.generation, row.matrix, cells, row.updated_at, row.sockets)
+
+
+def _validate_sockets(sockets: dict[Any, Any], cells: dict[int, str]) -> dict[int, int]:
+    """``{cell id: socket}`` over cells of the tree, sockets integers >= 0 (400 otherwise)."""
+    result: dict[int, int] = {}
+    for key, value in sockets.items():
+        try:
+            cell = int(key)
+        except (TypeError, ValueError):
+            raise InvalidDistances(f"sockets: '{key}' is not a NUMA cell id") from None
+        if cell not in cells:
+            raise InvalidDistances(
+                f"sockets: NUMA cell {cell} is not a cell of the tree ({sorted(cells)})"
+            )
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise InvalidDistances(f"sockets: cell {cell}'s socket must be an integer >= 0")
+        result[cell] = value
+    return result
 
 
 def set_distances(
-    *, database: Database, uuid: str, generation: int | None, distances: dict[Any, dict[Any, Any]]
+    *,
+    database: Database,
+    uuid: str,
+    generation: int | None,
+    distances: dict[Any, dict[Any, Any]],
+    sockets: dict[Any, Any] | None = None,
 ) -> NumaDistances:
-    """Create or replace the matrix (SLIT values, keyed by cell id). ``generation`` ``None``
-    creates (409 if one exists), an integer must equal the stored generation (409 otherwise)."""
+    """Create or replace the matrix (SLIT values, keyed by cell id) and, when given, the cells'
+    sockets (cell id -> ``physical_package_id``; a cell left out has an unknown socket).
+    ``generation`` ``None`` creates (409 if one exists), an integer must equal the stored
+    generation (409 otherwise)."""
     try:
         with database.write() as conn:
             provider, cells = _root_and_cells(conn, uuid)
             matrix = validate_matrix(distances, cells)
+            socket_map = _validate_sockets(sockets, cells) if sockets is not None else None
             current = repo.get(conn, provider.id)
             if generation is None:
                 if current is not None:
@@ -96,17 +124,17 @@ def set_distances(
                         f"resource provider {uuid} already has NUMA distances at generation"
                         f" {current.generation}; send that generation to replace them"
                     )
-                new_generation = repo.insert_row(conn, provider.id, matrix)
+                new_generation = repo.insert_row(conn, provider.id, matrix, socket_map)
             else:
                 if current is None:
                     raise ConcurrentUpdate(
                         f"resource provider {uuid} has no NUMA distances; send generation null"
                         " to create them"
                     )
-                new_generation = repo.update_row(conn, provider.id, generation, matrix)
+                new_generation = repo.update_row(conn, provider.id, generation, matrix, socket_map)
     except IntegrityError:
         raise ConcurrentUpdate(f"NUMA distances of {uuid} were created concurrently") from None
-    return NumaDistances(uuid, new_generation, matrix, cells, providers.utcnow())
+    return NumaDistances(uuid, new_generation, matrix, cells, providers.utcnow(), socket_map)
 
 
 def delete_distances(*, database: Database, uuid: str, generation: int | None = None) -> None:

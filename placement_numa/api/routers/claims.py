@@ -29,6 +29,7 @@ from placement_numa.api import microversion as mv
 from placement_numa.api.deps import DatabaseDep, JsonBody, VersionDep, body_doc, require_version
 from placement_numa.api.deps import validate as validate_body
 from placement_numa.api.engine_dep import EngineDep
+from placement_numa.api.pci_aliases import aliases_for
 from placement_numa.api.responses import PlacementJSONResponse, json_response
 from placement_numa.api.schemas.claims import ClaimBody
 from placement_numa.api.schemas.numa_candidates import query_from_json
@@ -88,18 +89,21 @@ def post_claim(
     options = NumaOptions(
         prefer_closest=data.prefer_closest_numa_nodes,
         distribute=data.distribute_cpus_across_numa,
+        topology_policy=data.topology_policy,
     )
     window = data.limit or service.DEFAULT_WINDOW
     if data.flavor is not None:
+        flavor = Flavor(**data.flavor.model_dump())
         claimed = service.claim_for_flavor(
             database=database,
             engine=engine,
-            flavor=Flavor(**data.flavor.model_dump()),
+            flavor=flavor,
             image=ImageProperties(data.image_properties()) if data.image else None,
             options=options,
             request=claim,
             window=window,
             strategy=strategy,
+            aliases=aliases_for(request.app.state, flavor),
         )
     else:
         claimed = service.claim_for_query(

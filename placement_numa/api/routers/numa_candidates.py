@@ -8,17 +8,23 @@ Response: the 1.39 ``GET /allocation_candidates`` shape (``allocation_requests``
 ``numa`` block::
 
     "numa": {"host": "amd-nps4-1", "cells": [0, 1], "width": 2, "average_distance": 10.5,
-             "spread": 1.5, "fallback": false, "explain": "resources_MEM1=MEMORY_MB:4096&..."}
+             "spread": 1.5, "fallback": false, "aligned": true,
+             "devices": [{"resource_class": "CUSTOM_PCI_8086_1572", "provider": rp_uuid,
+                          "cell": 0}],
+             "explain": "resources_MEM1=MEMORY_MB:4096&..."}
 
 ``host`` is the compute node's (root provider's) name. ``fallback`` candidates (hosts not
 reshaped to NUMA, flavor form only) come after every NUMA fit and have ``cells`` empty and
-null scores. Errors: 400 ``placement_numa.flavor.invalid`` naming the offending extra specs,
-400 for a malformed body or query.
+null scores. ``devices`` names the provider and host cell (``null``: under the compute node) of
+each PCI device the candidate takes (``pci_passthrough:alias`` with ``[pci] alias``);
+``aligned`` is false when one sits off the cells of the guest's CPUs and memory. Errors: 400
+``placement_numa.flavor.invalid`` naming the offending extra specs, 400 for a malformed body or
+query, 400 ``placement_numa.pci_alias.invalid`` for a bad ``[pci] alias`` line.
 """
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 
 from placement_numa.api import microversion as mv
 from placement_numa.api.deps import (
@@ -31,6 +37,7 @@ from placement_numa.api.deps import (
 )
 from placement_numa.api.engine_dep import EngineDep
 from placement_numa.api.limits import LimitsDep, check_candidate_query
+from placement_numa.api.pci_aliases import aliases_for
 from placement_numa.api.responses import PlacementJSONResponse, json_response
 from placement_numa.api.schemas.numa_candidates import NumaCandidatesBody, query_from_json
 from placement_numa.api.schemas.ranked_candidates import render_ranked
@@ -49,6 +56,7 @@ router = APIRouter(tags=["allocation candidates"])
     openapi_extra=body_doc(NumaCandidatesBody, "a Nova flavor (+ image) or the GET query as JSON"),
 )
 def post_allocation_candidates(
+    request: Request,
     version: VersionDep,
     database: DatabaseDep,
     body: JsonBody,
@@ -64,12 +72,18 @@ def post_allocation_candidates(
         distribute=data.distribute_cpus_across_numa,
         every_ordering=data.every_ordering,
         diversify=data.diversify,
+        topology_policy=data.topology_policy,
     )
     if data.flavor is not None:
         flavor = Flavor(**data.flavor.model_dump())
         image = ImageProperties(data.image_properties()) if data.image else None
         found = service.flavor_candidates(
-            database=database, engine=engine, flavor=flavor, image=image, options=options
+            database=database,
+            engine=engine,
+            flavor=flavor,
+            image=image,
+            options=options,
+            aliases=aliases_for(request.app.state, flavor),
         )
     else:
         query = query_from_json(data.query or {})

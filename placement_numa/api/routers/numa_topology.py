@@ -5,7 +5,11 @@ Representation::
 
     {"resource_provider_uuid": uuid, "generation": int,
      "cells": {"0": <cell provider uuid>, ...},
-     "distances": {"0": {"0": 10, "1": 21}, "1": {"0": 21, "1": 10}}}
+     "distances": {"0": {"0": 10, "1": 21}, "1": {"0": 21, "1": 10}},
+     "sockets": {"0": 0, "1": 1}}
+
+``sockets`` (each cell's ``physical_package_id``, ``null`` when never given) is stored with the
+matrix and set by the same ``PUT``; the ``socket`` PCI NUMA affinity policy reads it.
 
 * ``GET``: 200, or 404 (no provider / ``placement_numa.numa_distances.not_found``);
 * ``PUT`` ``{"generation": null|int, "distances": {...}}``: 200 with the new representation; 400
@@ -43,6 +47,11 @@ def _body(result: service.NumaDistances) -> dict[str, Any]:
         "generation": result.generation,
         "cells": {str(cell): uuid for cell, uuid in sorted(result.cells.items())},
         "distances": matrix_to_json(result.matrix),
+        "sockets": (
+            {str(c): s for c, s in sorted(result.sockets.items())}
+            if result.sockets is not None
+            else None
+        ),
     }
 
 
@@ -66,7 +75,11 @@ def put_numa_distances(
     """Validate the matrix against the tree's NUMA cells and store it (generation-guarded)."""
     data = validate(NumaDistancesBody, body)
     result = service.set_distances(
-        database=database, uuid=uuid, generation=data.generation, distances=data.distances
+        database=database,
+        uuid=uuid,
+        generation=data.generation,
+        distances=data.distances,
+        sockets=data.sockets,
     )
     return json_response(_body(result), version, cache=False)
 

@@ -5,7 +5,8 @@ Either a Nova flavor (and image properties)::
     {"flavor": {"vcpus": 8, "memory_mb": 8192, "root_gb": 20, "ephemeral_gb": 0, "swap": 0,
                 "extra_specs": {"hw:numa_nodes": "2"}},
      "image": {"hw_mem_page_size": "2MB"},
-     "limit": 10, "prefer_closest_numa_nodes": true, "distribute_cpus_across_numa": false}
+     "limit": 10, "prefer_closest_numa_nodes": true, "distribute_cpus_across_numa": false,
+     "topology_policy": "restricted"}
 
 or the GET query's parameters as JSON (a list where the parameter may repeat)::
 
@@ -18,7 +19,7 @@ or the GET query's parameters as JSON (a list where the parameter may repeat)::
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, model_validator
 
@@ -79,6 +80,17 @@ class NumaCandidatesBody(BaseModel):
             "the best candidate of every host before the second best of any host (alternates"
             " on distinct hosts under limit); false: strict rank order"
         ),
+    )
+    topology_policy: Literal["none", "best-effort", "restricted", "single-numa-node"] | None = (
+        Field(
+            None,
+            description=(
+                "Kubernetes Topology Manager policy over CPUs, memory and PCI devices together;"
+                " replaces the devices' NUMA affinity policy (single-numa-node and restricted:"
+                " required, best-effort: preferred, none: no affinity). Absent: Nova's flavor"
+                " semantics"
+            ),
+        )
     )
 
     @model_validator(mode="after")

@@ -6,7 +6,8 @@ An allocation request is the 1.39 ``GET /allocation_candidates`` shape plus a ``
     {"allocations": {rp_uuid: {"resources": {"PCPU": 4, "MEMORY_MB": 4096}}},
      "mappings": {"_PROC1": [rp_uuid], ...},
      "numa": {"host": "cn1", "cells": [0, 1], "width": 2, "average_distance": 15.5,
-              "spread": 0.0, "fallback": false, "explain": "resources_PROC1=PCPU:4&..."}}
+              "spread": 0.0, "fallback": false, "aligned": true, "devices": [],
+              "explain": "resources_PROC1=PCPU:4&..."}}
 """
 
 from __future__ import annotations
@@ -20,8 +21,11 @@ __all__ = ["allocation_request", "numa_block", "render_ranked"]
 
 def numa_block(ranked: RankedCandidate) -> dict[str, Any]:
     """The ``numa`` block of one ranked candidate: compute node name, NUMA cell ids, width
-    (cells), average NUMA distance (KEP-3545) and CPU spread (KEP-2902), rounded to 4 places;
-    a ``fallback`` candidate (host not reshaped to NUMA) has ``cells`` empty and null scores."""
+    (cells CPUs and memory come from), average NUMA distance (KEP-3545, over those cells and
+    the devices') and CPU spread (KEP-2902), rounded to 4 places; ``aligned`` (every device on
+    one of ``cells``) and ``devices`` (``resource_class``, ``provider`` uuid, host ``cell`` or
+    null per device unit); a ``fallback`` candidate (host not reshaped to NUMA) has ``cells``
+    empty and null scores."""
     score = ranked.score
     return {
         "host": ranked.host,
@@ -30,6 +34,11 @@ def numa_block(ranked: RankedCandidate) -> dict[str, Any]:
         "average_distance": round(score.average_distance, 4) if score else None,
         "spread": round(score.spread, 4) if score else None,
         "fallback": ranked.fallback,
+        "aligned": score.aligned if score else None,
+        "devices": [
+            {"resource_class": rc, "provider": provider, "cell": cell}
+            for rc, provider, cell in ranked.devices
+        ],
         "explain": ranked.explain,
     }
 

@@ -3,6 +3,10 @@
 * ``numa_cells``: the ``HW_NUMA_ROOT`` providers under given roots, with their names;
 * ``get`` / ``insert`` / ``update`` / ``delete``: one ``numa_distances`` row per root provider,
   guarded by its own ``generation`` (compare-and-swap; 409 ``placement.concurrent_update``).
+
+The ``matrix`` column holds the host's NUMA topology as JSON: the SLIT matrix
+``{"0": {"0": 10, ...}, ...}`` alone, or ``{"distances": <matrix>, "sockets": {"0": 0, ...}}``
+when the sockets (``physical_package_id``) of the cells are known (issue 22; no schema change).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ __all__ = [
     "delete_row",
     "all_cell_names",
     "all_matrices",
+    "all_sockets",
     "root_names",
 ]
 
@@ -58,6 +63,7 @@ class DistanceRow:
     matrix: dict[int, dict[int, int]]
     created_at: datetime | None
     updated_at: datetime | None
+    sockets: dict[int, int] | None = None
 
 
 def numa_cells(conn: Connection, root_ids: Iterable[int]) -> list[CellRow]:
@@ -78,14 +84,26 @@ def numa_cells(conn: Connection, root_ids: Iterable[int]) -> list[CellRow]:
     return [CellRow(*row) for row in rows]
 
 
-def _decode(text: str) -> dict[int, dict[int, int]]:
+def _decode_both(text: str) -> tuple[dict[int, dict[int, int]], dict[int, int] | None]:
     raw = json.loads(text)
-    return {int(a): {int(b): int(v) for b, v in row.items()} for a, row in raw.items()}
+    sockets = None
+    if isinstance(raw.get("distances"), dict):
+        sockets = {int(c): int(s) for c, s in (raw.get("sockets") or {}).items()}
+        raw = raw["distances"]
+    matrix = {int(a): {int(b): int(v) for b, v in row.items()} for a, row in raw.items()}
+    return matrix, sockets
 
 
-def _encode(matrix: dict[int, dict[int, int]]) -> str:
+def _decode(text: str) -> dict[int, dict[int, int]]:
+    return _decode_both(text)[0]
+
+
+def _encode(matrix: dict[int, dict[int, int]], sockets: dict[int, int] | None = None) -> str:
+    distances = {str(a): {str(b): matrix[a][b] for b in sorted(matrix[a])} for a in sorted(matrix)}
+    if sockets is None:
+        return json.dumps(distances)
     return json.dumps(
-        {str(a): {str(b): matrix[a][b] for b in sorted(matrix[a])} for a in sorted(matrix)}
+        {"distances": distances, "sockets": {str(c): sockets[c] for c in sorted(sockets)}}
     )
 
 
@@ -98,7 +116,8 @@ def get(conn: Connection, root_provider_id: int) -> DistanceRow | None:
     ).first()
     if row is None:
         return None
-    return DistanceRow(row[0], row[1], _decode(row[2]), row[3], row[4])
+    matrix, sockets = _decode_both(row[2])
+    return DistanceRow(row[0], row[1], matrix, row[3], row[4], sockets)
 
 
 def get_many(conn: Connection, root_ids: Iterable[int]) -> dict[int, dict[int, dict[int, int]]]:
@@ -112,15 +131,21 @@ def get_many(conn: Connection, root_ids: Iterable[int]) -> dict[int, dict[int, d
     return {row[0]: _decode(row[1]) for row in rows}
 
 
-def insert_row(conn: Connection, root_provider_id: int, matrix: dict[int, dict[int, int]]) -> int:
-    """Store a first matrix at generation 1; returns 1. A concurrent insert fails on the unique
-    constraint, reported as ``ConcurrentUpdate`` by the caller's transaction."""
+def insert_row(
+    conn: Connection,
+    root_provider_id: int,
+    matrix: dict[int, dict[int, int]],
+    sockets: dict[int, int] | None = None,
+) -> int:
+    """Store a first matrix (and the cells' sockets, if known) at generation 1; returns 1. A
+    concurrent insert fails on the unique constraint, reported as ``ConcurrentUpdate`` by the
+    caller's transaction."""
     now = utcnow()
     conn.execute(
         insert(nd).values(
             root_provider_id=root_provider_id,
             generation=1,
-            matrix=_encode(matrix),
+            matrix=_encode(matrix, sockets),
             created_at=now,
             updated_at=now,
         )
@@ -129,14 +154,18 @@ def insert_row(conn: Connection, root_provider_id: int, matrix: dict[int, dict[i
 
 
 def update_row(
-    conn: Connection, root_provider_id: int, seen: int, matrix: dict[int, dict[int, int]]
+    conn: Connection,
+    root_provider_id: int,
+    seen: int,
+    matrix: dict[int, dict[int, int]],
+    sockets: dict[int, int] | None = None,
 ) -> int:
-    """Replace the matrix if its generation is still ``seen``; returns the new generation.
-    Raises ``ConcurrentUpdate`` (409) otherwise."""
+    """Replace the matrix (and sockets) if its generation is still ``seen``; returns the new
+    generation. Raises ``ConcurrentUpdate`` (409) otherwise."""
     result = conn.execute(
         update(nd)
         .where(nd.c.root_provider_id == root_provider_id, nd.c.generation == seen)
-        .values(generation=seen + 1, matrix=_encode(matrix), updated_at=utcnow())
+        .values(generation=seen + 1, matrix=_encode(matrix, sockets), updated_at=utcnow())
     )
     if result.rowcount != 1:
         raise ConcurrentUpdate(
@@ -184,3 +213,16 @@ def all_matrices(conn: Connection) -> dict[str, dict[int, dict[int, int]]]:
         select(rp.c.uuid, nd.c.matrix).select_from(nd.join(rp, rp.c.id == nd.c.root_provider_id))
     ).all()
     return {row[0]: _decode(row[1]) for row in rows}
+
+
+def all_sockets(conn: Connection) -> dict[str, dict[int, int]]:
+    """Every stored cell -> socket map, by root provider uuid (hosts without one absent)."""
+    rows = conn.execute(
+        select(rp.c.uuid, nd.c.matrix).select_from(nd.join(rp, rp.c.id == nd.c.root_provider_id))
+    ).all()
+    found: dict[str, dict[int, int]] = {}
+    for uuid, text in rows:
+        sockets = _decode_both(text)[1]
+        if sockets:
+            found[uuid] = sockets
+    return found
