@@ -128,7 +128,8 @@ def placed(requests: list[dict[str, Any]]) -> list[tuple[str | None, list[int], 
 def test_aliases_parse_nova_format() -> None:
     aliases = parse_aliases(
         [
-            '{"name": "a", "vendor_id": "8086", "product_id": "154d", "traits": "foo,HW_CPU_X86_AVX"}',
+            '{"name": "a", "vendor_id": "8086", "product_id": "154d",'
+            ' "traits": "foo,HW_CPU_X86_AVX"}',
             '[{"name": "b", "resource_class": "widget", "numa_policy": "socket"}]',
         ]
     )
