@@ -36,9 +36,9 @@ from placement_numa.conf import load_config
 from placement_numa.db import migrate
 from placement_numa.db.database import Database
 from placement_numa.db.migration_lock import migration_lock
-from placement_numa.db.upstream_options import warn_ignored_options
 from placement_numa.db.resilience import DatabaseOptions
 from placement_numa.db.standard_names import sync_standard_names
+from placement_numa.db.upstream_options import warn_ignored_options
 from placement_numa.settings import Settings
 
 __all__ = ["create_app", "app_from_env", "prepare_database", "build_openapi", "database_for"]

@@ -50,9 +50,7 @@ def test_deadlock_inside_savepoint_is_retryable(test_database: TestDatabase) -> 
                         .where(t.projects.c.external_id == anchor)
                         .with_for_update()
                     )
-                    insert_or_find_id(
-                        conn, t.users, "external_id", contested, created_at=utcnow()
-                    )
+                    insert_or_find_id(conn, t.users, "external_id", contested, created_at=utcnow())
                 outcome.append(None)
             except BaseException as exc:  # noqa: BLE001 - the test inspects it
                 outcome.append(exc)
