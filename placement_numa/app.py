@@ -29,6 +29,7 @@ from placement_numa.api.healthcheck import HealthcheckMiddleware
 from placement_numa.api.middleware import PlacementMiddleware
 from placement_numa.api.observability import install_observability
 from placement_numa.api.openapi_doc import complete_document
+from placement_numa.api.openapi_microversions import annotate_operations
 from placement_numa.api.policy import enforce_policy, make_enforcer
 from placement_numa.api.request_guard import RequestGuardMiddleware
 from placement_numa.api.routers import ROUTERS
@@ -108,6 +109,7 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
             if isinstance(operation, dict) and "x-component-schemas" in operation:
                 components.update(operation.pop("x-component-schemas"))
     document["info"]["x-placement-max-microversion"] = str(mv.MAX_VERSION)
+    annotate_operations(document, app.routes)
     return complete_document(document)
 
 

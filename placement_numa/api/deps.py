@@ -18,6 +18,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from placement_numa.api import microversion as mv
 from placement_numa.api.limits import check_json, get_limits
+from placement_numa.api.openapi_microversions import VersionedJsonSchema
 from placement_numa.api.schema_errors import describe
 from placement_numa.db.database import Database
 from placement_numa.errors import BadRequest, NotAcceptable, NotFound, UnsupportedMediaType
@@ -146,7 +147,9 @@ def validate(schema: type[T] | TypeAdapter[T], data: Any) -> T:
 def body_doc(model: type[BaseModel], description: str = "") -> dict[str, Any]:
     """``openapi_extra`` documenting a JSON request body of shape ``model`` (newest
     microversion)."""
-    schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+    schema = model.model_json_schema(
+        ref_template="#/components/schemas/{model}", schema_generator=VersionedJsonSchema
+    )
     defs = schema.pop("$defs", {})
     return {
         "requestBody": {

@@ -19,10 +19,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from placement_numa.api import microversion as mv
+from placement_numa.api.openapi_microversions import KEY as MICROVERSION_KEY
+
 __all__ = ["complete_document", "QUERY_PARAMETERS", "SUCCESS"]
 
 
-def _param(name: str, description: str, *, repeatable: bool = False) -> dict[str, Any]:
+def _param(
+    name: str, description: str, *, since: mv.Microversion, repeatable: bool = False
+) -> dict[str, Any]:
     schema: dict[str, Any] = {"type": "string"}
     if repeatable:
         schema = {"type": "array", "items": {"type": "string"}}
@@ -32,6 +37,7 @@ def _param(name: str, description: str, *, repeatable: bool = False) -> dict[str
         "required": False,
         "description": description,
         "schema": schema,
+        MICROVERSION_KEY: str(since),
     }
     if repeatable:
         param["style"] = "form"
@@ -45,59 +51,94 @@ _GROUPS = (
 )
 QUERY_PARAMETERS: dict[str, list[dict[str, Any]]] = {
     "/resource_providers": [
-        _param("name", "Providers with this name."),
-        _param("uuid", "The provider with this uuid."),
+        _param("name", "Providers with this name.", since=mv.MIN_VERSION),
+        _param("uuid", "The provider with this uuid.", since=mv.MIN_VERSION),
         _param(
             "member_of",
             "Aggregate uuid, or ``in:<uuid>,<uuid>`` for any of them (1.3); repeated: all of "
             "them (1.24); ``!`` to exclude (1.32).",
             repeatable=True,
+            since=mv.PROVIDER_MEMBER_OF,
         ),
         _param(
             "resources",
             "``RC:amount,...``: providers with room for each amount (1.4).",
+            since=mv.PROVIDER_RESOURCES_FILTER,
         ),
-        _param("in_tree", "Providers in the tree of this provider uuid (1.14)."),
+        _param(
+            "in_tree",
+            "Providers in the tree of this provider uuid (1.14).",
+            since=mv.NESTED_PROVIDERS,
+        ),
         _param(
             "required",
             "Traits ``A,!B`` the provider must have / must not have (1.18; ``!`` 1.22; "
             "``in:A,B`` and repeats 1.39).",
             repeatable=True,
+            since=mv.PROVIDER_REQUIRED,
         ),
     ],
     "/allocation_candidates": [
-        _param("resources", "``RC:amount,...`` requested (1.10)." + _GROUPS),
+        _param(
+            "resources",
+            "``RC:amount,...`` requested (1.10)." + _GROUPS,
+            since=mv.ALLOCATION_CANDIDATES,
+        ),
         _param(
             "required",
             "Traits the providers must have (``!`` forbidden 1.22, ``in:`` 1.39)." + _GROUPS,
             repeatable=True,
+            since=mv.CANDIDATES_REQUIRED,
         ),
         _param(
             "member_of",
             "Aggregate uuids (``in:`` any of; ``!`` excluded 1.32)." + _GROUPS,
             repeatable=True,
+            since=mv.CANDIDATES_MEMBER_OF,
         ),
-        _param("in_tree", "Only candidates in this provider's tree (1.31)." + _GROUPS),
+        _param(
+            "in_tree",
+            "Only candidates in this provider's tree (1.31)." + _GROUPS,
+            since=mv.CANDIDATES_IN_TREE,
+        ),
         _param(
             "group_policy",
             "``none`` or ``isolate`` (1.25; required with more than one suffixed group).",
+            since=mv.GRANULAR_GROUPS,
         ),
-        _param("limit", "At most this many allocation requests (1.16)."),
+        _param("limit", "At most this many allocation requests (1.16).", since=mv.CANDIDATES_LIMIT),
         _param(
             "same_subtree",
             "Comma-separated suffixes whose providers share a subtree (1.36).",
             repeatable=True,
+            since=mv.SAME_SUBTREE,
         ),
-        _param("root_required", "Traits the root provider must (not) have (1.35)."),
+        _param(
+            "root_required",
+            "Traits the root provider must (not) have (1.35).",
+            since=mv.ROOT_REQUIRED,
+        ),
     ],
     "/traits": [
-        _param("name", "``in:A,B`` (these names) or ``startswith:CUSTOM_`` (a prefix)."),
-        _param("associated", "``true``: only traits of some provider; ``false``: of none."),
+        _param(
+            "name",
+            "``in:A,B`` (these names) or ``startswith:CUSTOM_`` (a prefix).",
+            since=mv.TRAITS,
+        ),
+        _param(
+            "associated",
+            "``true``: only traits of some provider; ``false``: of none.",
+            since=mv.TRAITS,
+        ),
     ],
     "/usages": [
-        _param("project_id", "The project (required)."),
-        _param("user_id", "Only this user's consumers."),
-        _param("consumer_type", "Only consumers of this type (1.38; ``all``, ``unknown``)."),
+        _param("project_id", "The project (required).", since=mv.USAGES),
+        _param("user_id", "Only this user's consumers.", since=mv.USAGES),
+        _param(
+            "consumer_type",
+            "Only consumers of this type (1.38; ``all``, ``unknown``).",
+            since=mv.CONSUMER_TYPES,
+        ),
     ],
 }
 
