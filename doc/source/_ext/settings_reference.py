@@ -34,6 +34,8 @@ def _default(field: Any) -> str:
         value = field.default
     if value is None:
         return "*unset*"
+    if value == "":
+        return "*empty*"
     if isinstance(value, bool):
         return f"``{str(value).lower()}``"
     return f"``{value}``"
