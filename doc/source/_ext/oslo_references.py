@@ -13,10 +13,12 @@ sections placement.conf holds. ``conf.py`` reads :func:`generator_files` to poin
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
+from docutils.statemachine import StringList
 from oslo_config.sphinxext import ShowOptionsDirective
 from oslo_policy.sphinxext import ShowPolicyDirective
 from sphinx.application import Sphinx
@@ -48,12 +50,22 @@ def _options(namespace: str) -> set[tuple[str, str]]:
     return found
 
 
-def _library_namespaces(ours: list[str]) -> list[str]:
+def _library_namespaces(ours: list[str], candidates: Iterable[str]) -> list[str]:
     """Library namespaces to show beside ours: installed, and not redefining one of our options
-    (the rendered reference would hold the same option twice)."""
+    (the rendered reference would hold the same option twice, which Sphinx refuses)."""
     installed = {e.name for e in entry_points(group="oslo.config.opts")}
     mine = set().union(*(_options(n) for n in ours)) if ours else set()
-    return [n for n in LIBRARY_NAMESPACES if n in installed and not (_options(n) & mine)]
+    return [n for n in candidates if n in installed and n not in ours and not (_options(n) & mine)]
+
+
+def _namespaces(config_file: str) -> list[str]:
+    """The ``namespace = ...`` lines of a generator file, in order."""
+    found = []
+    for line in Path(config_file).read_text().splitlines():
+        key, _eq, value = line.partition("=")
+        if key.strip() == "namespace" and value.strip():
+            found.append(value.strip())
+    return found
 
 
 def generator_files(build_dir: Path) -> tuple[Path, Path]:
@@ -66,7 +78,7 @@ def generator_files(build_dir: Path) -> tuple[Path, Path]:
         config_file = config[0]
     else:
         ours = _ours("oslo.config.opts")
-        namespaces = ours + _library_namespaces(ours)
+        namespaces = ours + _library_namespaces(ours, LIBRARY_NAMESPACES)
         config_file = build_dir / "config-generator.conf"
         config_file.write_text(
             "[DEFAULT]\nwrap_width = 79\n" + "".join(f"namespace = {n}\n" for n in namespaces)
@@ -87,9 +99,12 @@ class PlacementOptions(ShowOptionsDirective):
     has_content = False
 
     def run(self) -> list[Any]:
-        """Render every option of every namespace of the configuration generator file."""
+        """Render every option of the generator file's namespaces (a library namespace that
+        redefines one of our options is left out: the same option twice breaks the build)."""
         env = self.state.document.settings.env
-        self.options["config-file"] = env.config.placement_config_generator_file
+        listed = _namespaces(env.config.placement_config_generator_file)
+        ours = [n for n in listed if n in _ours("oslo.config.opts")]
+        self.content = StringList(ours + _library_namespaces(ours, listed))
         self.options["split-namespaces"] = None
         return super().run()
 
