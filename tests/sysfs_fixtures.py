@@ -23,6 +23,9 @@ __all__ = [
     "amd_epyc_nps4",
     "uneven_hugepages",
     "one_cell_vm",
+    "add_pci_device",
+    "set_sockets",
+    "devices_host",
     "HUGE_2M",
     "HUGE_1G",
 ]
@@ -176,3 +179,61 @@ def uneven_hugepages(base: Path) -> Path:
 def one_cell_vm(base: Path) -> Path:
     """A small VM without NUMA directories: 4 vCPUs, 8 GiB, 2 MiB pages offered but none set."""
     return build_flat_host(base, cpus=4, memory_kb=8 * GiB_KB)
+
+
+def set_sockets(sys: Path, sockets: Mapping[int, int]) -> None:
+    """Write ``topology/physical_package_id`` of each CPU (``{cpu: socket}``)."""
+    for cpu, socket in sockets.items():
+        _write(sys / f"devices/system/cpu/cpu{cpu}/topology/physical_package_id", f"{socket}\n")
+
+
+def add_pci_device(
+    sys: Path,
+    address: str,
+    vendor: str,
+    device: str,
+    numa_node: int,
+    *,
+    total_vfs: int | None = None,
+    physfn: str | None = None,
+    devname: str | None = None,
+) -> Path:
+    """One ``bus/pci/devices/<address>`` directory: ``vendor``/``device`` (``0x`` hex),
+    ``numa_node``, ``sriov_totalvfs`` for a PF, a ``physfn`` link for a VF (and the PF's
+    ``virtfn<N>`` link to it), a ``net/<devname>`` directory."""
+    directory = sys / "bus/pci/devices" / address
+    _write(directory / "vendor", f"0x{vendor}\n")
+    _write(directory / "device", f"0x{device}\n")
+    _write(directory / "numa_node", f"{numa_node}\n")
+    if total_vfs is not None:
+        _write(directory / "sriov_totalvfs", f"{total_vfs}\n")
+    if physfn is not None:
+        (directory / "physfn").symlink_to(f"../{physfn}")
+        pf = sys / "bus/pci/devices" / physfn
+        n = len(list(pf.glob("virtfn*")))
+        (pf / f"virtfn{n}").symlink_to(f"../{address}")
+    if devname is not None:
+        (directory / "net" / devname).mkdir(parents=True)
+    return directory
+
+
+def devices_host(base: Path) -> Path:
+    """``two_socket_intel`` (cells 0 and 1 on sockets 0 and 1) with PCI devices::
+
+    0000:18:00.0  8086:1521  node 0   a NIC without SR-IOV (eno1)
+    0000:81:00.0  8086:1572  node 1   an X710 PF, sriov_totalvfs 8, 4 VFs enabled (ens1f0)
+    0000:81:02.0-3 8086:154c node 1   its VFs
+    0000:3b:00.0  10de:20b5  node 0   a GPU
+    0000:d8:00.0  10de:20b5  node -1  a GPU the platform gives no NUMA node
+    0000:00:1f.0  8086:a1c8  node -1  a chipset function (matched by no spec)
+    """
+    sys = two_socket_intel(base)
+    set_sockets(sys, {cpu: 0 if cpu < 20 or 40 <= cpu < 60 else 1 for cpu in range(80)})
+    add_pci_device(sys, "0000:18:00.0", "8086", "1521", 0, devname="eno1")
+    add_pci_device(sys, "0000:81:00.0", "8086", "1572", 1, total_vfs=8, devname="ens1f0")
+    for function in range(4):
+        add_pci_device(sys, f"0000:81:02.{function}", "8086", "154c", 1, physfn="0000:81:00.0")
+    add_pci_device(sys, "0000:3b:00.0", "10de", "20b5", 0)
+    add_pci_device(sys, "0000:d8:00.0", "10de", "20b5", -1)
+    add_pci_device(sys, "0000:00:1f.0", "8086", "a1c8", -1)
+    return sys

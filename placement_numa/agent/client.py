@@ -239,6 +239,15 @@ class PlacementClient:
         """PUT /traits/{name} (custom traits; 201 created or 204 already there)."""
         self._request("PUT", f"/traits/{quote(name)}", ok=(201, 204))
 
+    def ensure_resource_class(self, name: str) -> bool:
+        """Create custom resource class ``name`` unless it exists (GET, then PUT
+        /resource_classes/{name}, 1.7); True when it was created."""
+        status, _ = self.get_json(f"/resource_classes/{quote(name)}", ok=(200, 404))
+        if status == 200:
+            return False
+        self._request("PUT", f"/resource_classes/{quote(name)}", ok=(201, 204))
+        return True
+
     def get_provider_allocations(self, uuid: str) -> dict[str, dict[str, int]]:
         """``{consumer uuid: {resource class: amount}}`` on the provider."""
         data = self._request("GET", f"/resource_providers/{uuid}/allocations").json()

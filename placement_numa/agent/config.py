@@ -22,13 +22,14 @@ from typing import TYPE_CHECKING
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from placement_numa.agent.pci import DeviceSpec, DeviceSpecError, parse_device_specs
 from placement_numa.agent.sysfs import HostTopology
 from placement_numa.numa.cpu_spec import CpuSpecError, format_cpu_spec, parse_cpu_spec
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["AgentConfigError", "AgentSettings", "HostPolicy"]
+__all__ = ["AgentConfigError", "AgentSettings", "HostPolicy", "device_specs_from_file"]
 
 
 class AgentConfigError(ValueError):
@@ -57,6 +58,7 @@ class HostPolicy:
     ram_allocation_ratio: float = 1.0
     disk_allocation_ratio: float = 1.0
     disk_gb: int = 0
+    device_specs: tuple[DeviceSpec, ...] = ()
 
 
 def _check_spec(value: str | None) -> str | None:
@@ -121,6 +123,14 @@ class AgentSettings(BaseSettings):
     )
     instances_path: Path = Field(
         default=Path("/"), description="Filesystem measured for DISK_GB when disk_gb is unset."
+    )
+    pci_device_spec: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Nova's [pci] device_spec lines (JSON each: vendor_id, product_id, address, devname,"
+            " resource_class, traits): the PCI devices reported as providers under their NUMA"
+            " cell. Environment: a JSON list of strings. Read from --config-file's [pci]."
+        ),
     )
 
     _spec = field_validator("cpu_dedicated_set", "cpu_shared_set")(_check_spec)
@@ -208,6 +218,11 @@ class AgentSettings(BaseSettings):
                     f"cannot measure disk at instances_path={self.instances_path}: {exc}"
                 )
                 disk_gb = 0
+        device_specs: tuple[DeviceSpec, ...] = ()
+        try:
+            device_specs = parse_device_specs(self.pci_device_spec)
+        except DeviceSpecError as exc:
+            problems.append(str(exc))
         if problems:
             raise AgentConfigError(problems)
         return HostPolicy(
@@ -221,4 +236,24 @@ class AgentSettings(BaseSettings):
             ram_allocation_ratio=self.ram_allocation_ratio,
             disk_allocation_ratio=self.disk_allocation_ratio,
             disk_gb=disk_gb,
+            device_specs=device_specs,
         )
+
+
+def device_specs_from_file(path: Path | str) -> list[str]:
+    """The ``[pci] device_spec`` lines of a nova.conf-style file (Nova's ``MultiStrOpt``; none
+    when unset). Raises ``placement_numa.conf.ConfigFileError`` for a missing or unparsable
+    file."""
+    from oslo_config import cfg
+
+    from placement_numa.conf import ConfigFileError
+
+    if not Path(path).is_file():
+        raise ConfigFileError(f"configuration file not found: {path}")
+    conf = cfg.ConfigOpts()
+    conf.register_opt(cfg.MultiStrOpt("device_spec", default=[]), group="pci")
+    try:
+        conf(args=[], project="nova", default_config_files=[str(path)], default_config_dirs=[])
+    except cfg.Error as exc:
+        raise ConfigFileError(f"{path}: {exc}") from None
+    return list(conf.pci.device_spec or [])

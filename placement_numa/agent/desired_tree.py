@@ -10,7 +10,10 @@ Tree (Nova spec "NUMA Topology with Resource Providers"), names as the reshape p
     │   │                           CUSTOM_MEMORY_PAGE_SIZE_4
     │   └── <host>_NUMA0_PAGE_2048KB  MEMORY_MB: pages x 2 MiB, step_size = min_unit = 2 (one
     │                               page); MEMORY_PAGE_SIZE_LARGE, CUSTOM_MEMORY_PAGE_SIZE_2048
-    └── <host>_NUMA1 ...
+    │   └── <host>_0000:81:00.0     a PCI device on cell 0 (``agent.pci``): one class, inventory
+    │                               = assignable functions; spec traits, COMPUTE_MANAGED_PCI_DEVICE
+    ├── <host>_NUMA1 ...
+    └── <host>_0000:d8:00.0         a PCI device with no NUMA node (numa_node -1)
 
 Choices, written down:
 
@@ -28,6 +31,9 @@ Choices, written down:
 * Free huge pages (``free_hugepages``) are discovered but not reported: guests on them are
   Placement allocations already.
 * Provider uuids are uuid5 of ``<hostname>/<path>`` so the same host always gets the same uuids.
+* Device providers are named ``<hostname>_<PCI address>`` as Nova names its PCI providers, so a
+  provider Nova created under the compute node is found by name and moved under its cell (its
+  uuid, and so its consumers' allocations, stay); path ``PCI_<address>``.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from placement_numa.agent.config import HostPolicy
+from placement_numa.agent.pci import pci_providers
 from placement_numa.agent.sysfs import HostTopology, NumaCell
 from placement_numa.domain.numa_tree import (
     PAGE_TRAIT_PREFIX,
@@ -52,6 +59,7 @@ __all__ = [
     "DesiredTree",
     "build",
     "provider_uuid",
+    "device_provider_name",
     "cell_provider_name",
     "page_provider_name",
     "page_size_trait",
@@ -70,8 +78,8 @@ ROOT_CLASSES = frozenset({"DISK_GB", "VCPU", "PCPU", "MEMORY_MB"})
 @dataclass(frozen=True)
 class DesiredProvider:
     """One provider of the desired tree. ``path`` is ``""`` (root), ``NUMA<id>`` or
-    ``NUMA<id>/PAGE_<KiB>KB``; ``parent_path`` is None for the root. ``cell_id`` is set on cell
-    providers."""
+    ``NUMA<id>/PAGE_<KiB>KB`` or ``PCI_<address>``; ``parent_path`` is None for the root.
+    ``cell_id`` is set on cell providers."""
 
     path: str
     name: str
@@ -84,12 +92,14 @@ class DesiredProvider:
 
 @dataclass(frozen=True)
 class DesiredTree:
-    """The providers (parents before children, root first) and the distance matrix between
-    cells (rows and columns in the order of ``cell_ids``)."""
+    """The providers (parents before children, root first), the distance matrix between
+    cells (rows and columns in the order of ``cell_ids``) and each cell's socket (same order;
+    ``None`` when unknown)."""
 
     providers: tuple[DesiredProvider, ...]
     cell_ids: tuple[int, ...]
     distances: tuple[tuple[int, ...], ...]
+    sockets: tuple[int | None, ...] = ()
 
     @property
     def root(self) -> DesiredProvider:
@@ -232,8 +242,39 @@ def build(host: HostTopology, policy: HostPolicy) -> DesiredTree:
             )
         )
         providers.extend(_page_providers(host, policy, cell, mem_reserved[index]))
+    providers.extend(_device_providers(host, policy))
     return DesiredTree(
         providers=tuple(providers),
         cell_ids=tuple(cell.id for cell in host.cells),
         distances=host.distances,
+        sockets=tuple(cell.socket for cell in host.cells),
     )
+
+
+def device_provider_name(hostname: str, address: str) -> str:
+    """Nova's name of a PCI device provider: ``<hostname>_<address>``."""
+    return f"{hostname}_{address}"
+
+
+def _device_providers(host: HostTopology, policy: HostPolicy) -> list[DesiredProvider]:
+    """One provider per PF or standalone device the device specs claim, under its cell (or the
+    root when its ``numa_node`` is -1 or not one of the host's cells)."""
+    if not policy.device_specs:
+        return []
+    cells = {cell.id for cell in host.cells}
+    found = []
+    for device in pci_providers(host.pci_devices, policy.device_specs):
+        path = f"PCI_{device.address}"
+        found.append(
+            DesiredProvider(
+                path=path,
+                name=device_provider_name(policy.hostname, device.address),
+                uuid=provider_uuid(policy.hostname, path),
+                parent_path=f"NUMA{device.numa_node}" if device.numa_node in cells else "",
+                inventories={
+                    device.resource_class: Inventory(total=device.total, max_unit=device.total)
+                },
+                traits=device.traits,
+            )
+        )
+    return found

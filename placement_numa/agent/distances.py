@@ -3,7 +3,8 @@
 
     GET -> {"generation": int, "cells": {"0": uuid, ...},
             "distances": {"0": {"0": 10, "1": 21}, ...}}
-    PUT {"generation": null (create) | int (replace), "distances": {...}}
+    PUT {"generation": null (create) | int (replace), "distances": {...},
+         "sockets": {"0": 0, ...}}
 
 The matrix has its own generation. It is written only when it differs from the stored one; a
 409 (generation moved) re-reads and retries. A service without the API (OpenStack Placement
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from placement_numa.agent.desired_tree import DesiredTree
     from placement_numa.agent.sync import SyncReport
 
-__all__ = ["sync_distances", "distance_path", "matrix_document"]
+__all__ = ["sync_distances", "distance_path", "matrix_document", "socket_document"]
 
 _NOT_FOUND_CODE = "numa_distances.not_found"
 
@@ -36,6 +37,15 @@ def matrix_document(tree: DesiredTree) -> dict[str, dict[str, int]]:
     ids = [str(cell_id) for cell_id in tree.cell_ids]
     return {
         a: dict(zip(ids, row, strict=False)) for a, row in zip(ids, tree.distances, strict=False)
+    }
+
+
+def socket_document(tree: DesiredTree) -> dict[str, int]:
+    """``{"<cell id>": socket}`` of the cells whose socket is known."""
+    return {
+        str(cell): socket
+        for cell, socket in zip(tree.cell_ids, tree.sockets, strict=False)
+        if socket is not None
     }
 
 
@@ -72,11 +82,19 @@ def sync_distances(
         if status == 405 or (status == 404 and not _error_code(stored).endswith(_NOT_FOUND_CODE)):
             report.note("distance matrix skipped: the service has no NUMA distances API")
             return
-        if status == 200 and _normalised(stored.get("distances")) == wanted:
+        sockets = socket_document(tree)
+        if (
+            status == 200
+            and _normalised(stored.get("distances")) == wanted
+            and (not sockets or stored.get("sockets") == sockets)
+        ):
             return
         generation = stored.get("generation") if status == 200 else None
+        body: dict[str, Any] = {"generation": generation, "distances": wanted}
+        if sockets:
+            body["sockets"] = sockets
         try:
-            client.send_json("PUT", path, {"generation": generation, "distances": wanted})
+            client.send_json("PUT", path, body)
         except ProviderConflict as exc:
             if exc.is_generation_conflict:
                 continue

@@ -8,13 +8,17 @@ One ``sync`` run, in order:
    style API, when the service has one) and applies the plan with ``POST /reshaper``; without a
    planner it reports and stops before writing anything. Without usage those classes are simply
    dropped from the root;
-3. providers, parents first: create what is missing, re-parent what moved;
+3. providers, parents first: create what is missing, re-parent what moved (a PCI device
+   provider Nova created under the compute node, ``<host>_<PCI address>``, moves under its
+   NUMA cell with its uuid, so its consumers' allocations move with it);
 4. per provider: inventories, then traits, each written only when they differ, with the
    generation read just before; on 409 ``placement.concurrent_update`` the provider is re-read
    and the diff recomputed (``max_retries`` times);
-5. providers of the agent (names ``<host>_NUMA...``) that vanished from the host: deleted,
+5. providers of the agent (names ``<host>_NUMA...`` and ``<host>_<PCI address>``) that
+   vanished from the host: deleted,
    deepest first, when nothing is allocated on them or below them; otherwise kept and reported;
-6. the distance matrix, through the NUMA topology API when the service has it.
+6. the distance matrix and the cells' sockets, through the NUMA topology API when the service
+   has it. Custom resource classes of device inventories are created before use.
 
 Traits other than the agent's own (``is_agent_trait``) and inventories of classes other than
 the ones the agent reports are left as they are, so other agents and operators can decorate
@@ -24,6 +28,7 @@ the same providers. An unchanged host costs only GETs: no write is sent.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -48,6 +53,7 @@ __all__ = ["SyncReport", "SyncError", "ReshapeRequired", "sync"]
 LOG = logging.getLogger("placement_numa.agent")
 T = TypeVar("T")
 FLAT_CLASSES = ("VCPU", "PCPU", "MEMORY_MB")
+PCI_ADDRESS = r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]"
 
 
 class SyncError(RuntimeError):
@@ -126,6 +132,7 @@ class _Syncer:
         self.report = SyncReport()
         self.uuids: dict[str, str] = {}  # desired path -> uuid in Placement
         self.unknown_traits: set[str] = set()
+        self.classes_seen: set[str] = set()
 
     # -- 1, 2 -----------------------------------------------------------------------------------
 
@@ -215,6 +222,11 @@ class _Syncer:
             if same:
                 return
             change = _describe_inventory_change(current, wanted)
+            for rc in sorted(set(wanted) - set(current)):
+                if rc.startswith("CUSTOM_") and rc not in self.classes_seen:
+                    if self.client.ensure_resource_class(rc):
+                        self.report.change(f"created resource class {rc}")
+                    self.classes_seen.add(rc)
             self.client.put_inventories(uuid, generation, wanted)
             self.report.change(f"inventories of {provider.name}: {change}")
 
@@ -252,6 +264,7 @@ class _Syncer:
     def _remove_vanished(self, existing: list[ProviderRecord]) -> None:
         wanted = {p.name for p in self.tree.providers}
         prefix = f"{self.tree.root.name}_NUMA"
+        device = re.compile(rf"^{re.escape(self.tree.root.name)}_{PCI_ADDRESS}$")
         by_uuid = {p.uuid: p for p in existing}
 
         def depth(record: ProviderRecord) -> int:
@@ -260,7 +273,11 @@ class _Syncer:
                 level, parent = level + 1, by_uuid[parent].parent_provider_uuid
             return level
 
-        vanished = [p for p in existing if p.name not in wanted and p.name.startswith(prefix)]
+        vanished = [
+            p
+            for p in existing
+            if p.name not in wanted and (p.name.startswith(prefix) or device.match(p.name))
+        ]
         blocked: set[str] = set()  # uuids that must stay because something below them stays
         for record in sorted(vanished, key=depth, reverse=True):
             why = "providers below it are kept" if record.uuid in blocked else None

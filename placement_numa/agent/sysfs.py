@@ -7,6 +7,9 @@ Files read, relative to the sysfs root::
     devices/system/node/node<N>/meminfo                       "Node N MemTotal: <KiB> kB"
     devices/system/node/node<N>/hugepages/hugepages-<KiB>kB/{nr_hugepages,free_hugepages}
     devices/system/cpu/cpu<N>/topology/thread_siblings_list   SMT siblings of CPU N
+    devices/system/cpu/cpu<N>/topology/physical_package_id    socket of CPU N (the cell's socket
+                                                              is its first CPU's)
+    bus/pci/devices/*                                         PCI devices (``agent.pci``)
 
 A host without ``node<N>`` directories (a kernel built without NUMA, some VMs) is one cell 0:
 its CPUs from ``devices/system/cpu/online`` (or the ``cpu<N>`` directories), its memory from
@@ -20,8 +23,12 @@ import mmap
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from placement_numa.numa.cpu_spec import CpuSpecError, parse_cpu_spec
+
+if TYPE_CHECKING:
+    from placement_numa.agent.pci import PciDevice
 
 __all__ = [
     "SysfsError",
@@ -60,12 +67,14 @@ class HugePagePool:
 
 @dataclass(frozen=True)
 class NumaCell:
-    """One NUMA cell: its id, CPUs, total memory (KiB, MemTotal) and huge page pools by size."""
+    """One NUMA cell: its id, CPUs, total memory (KiB, MemTotal), huge page pools by size and
+    socket (``physical_package_id`` of its first CPU; ``None`` when unknown or CPU-less)."""
 
     id: int
     cpus: frozenset[int]
     memory_kb: int
     hugepages: tuple[HugePagePool, ...] = ()
+    socket: int | None = None
 
     @property
     def hugepage_memory_kb(self) -> int:
@@ -76,12 +85,14 @@ class NumaCell:
 @dataclass(frozen=True)
 class HostTopology:
     """What discovery found: cells (ascending id), the distance matrix (rows and columns in the
-    order of ``cells``), SMT siblings per CPU and the kernel's small page size in KiB."""
+    order of ``cells``), SMT siblings per CPU, the kernel's small page size in KiB and the PCI
+    devices (``agent.pci.PciDevice``)."""
 
     cells: tuple[NumaCell, ...]
     distances: tuple[tuple[int, ...], ...]
     thread_siblings: dict[int, frozenset[int]] = field(default_factory=dict)
     small_page_kb: int = 4
+    pci_devices: tuple[PciDevice, ...] = ()
 
     @property
     def cpus(self) -> frozenset[int]:
@@ -181,16 +192,31 @@ def _thread_siblings(sysfs: Path, cpus: frozenset[int]) -> dict[int, frozenset[i
     return siblings
 
 
-def _numa_cells(nodes: dict[int, Path]) -> tuple[tuple[NumaCell, ...], tuple[tuple[int, ...], ...]]:
+def _socket(sysfs: Path, cpus: frozenset[int]) -> int | None:
+    """``physical_package_id`` of the first of ``cpus`` (``None``: no CPU or no file)."""
+    if not cpus:
+        return None
+    path = sysfs / f"devices/system/cpu/cpu{min(cpus)}/topology/physical_package_id"
+    if not path.exists():
+        return None
+    value = _read_int(path)
+    return value if value >= 0 else None
+
+
+def _numa_cells(
+    sysfs: Path, nodes: dict[int, Path]
+) -> tuple[tuple[NumaCell, ...], tuple[tuple[int, ...], ...]]:
     cells = []
     distances = []
     for node_id, path in nodes.items():
+        cpus = _read_cpulist(path / "cpulist")
         cells.append(
             NumaCell(
                 id=node_id,
-                cpus=_read_cpulist(path / "cpulist"),
+                cpus=cpus,
                 memory_kb=_memtotal_kb(path / "meminfo"),
                 hugepages=_hugepages(path / "hugepages"),
+                socket=_socket(sysfs, cpus),
             )
         )
         row_text = _read(path / "distance").split()
@@ -204,6 +230,12 @@ def _numa_cells(nodes: dict[int, Path]) -> tuple[tuple[NumaCell, ...], tuple[tup
             )
         distances.append(row)
     return tuple(cells), tuple(distances)
+
+
+def _pci(sysfs: Path) -> tuple[PciDevice, ...]:
+    from placement_numa.agent.pci import discover_pci
+
+    return discover_pci(sysfs)
 
 
 def discover(
@@ -222,15 +254,17 @@ def discover(
     page_kb = small_page_kb if small_page_kb is not None else mmap.PAGESIZE // 1024
     nodes = _numbered(sysfs / "devices/system/node", _NODE_DIR)
     if nodes:
-        cells, distances = _numa_cells(nodes)
+        cells, distances = _numa_cells(sysfs, nodes)
     else:
         proc = Path(proc_root) if proc_root is not None else sysfs.parent / "proc"
+        cpus = _host_cpus(sysfs)
         cells = (
             NumaCell(
                 id=0,
-                cpus=_host_cpus(sysfs),
+                cpus=cpus,
                 memory_kb=_memtotal_kb(proc / "meminfo"),
                 hugepages=_hugepages(sysfs / "kernel/mm/hugepages"),
+                socket=_socket(sysfs, cpus),
             ),
         )
         distances = ((LOCAL_DISTANCE,),)
@@ -240,4 +274,5 @@ def discover(
         distances=distances,
         thread_siblings=_thread_siblings(sysfs, all_cpus),
         small_page_kb=page_kb,
+        pci_devices=_pci(sysfs),
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import time
 from typing import TYPE_CHECKING, Any
@@ -101,6 +102,13 @@ def _settings(args: argparse.Namespace) -> AgentSettings:
         }.items()
         if value is not None
     }
+    if (
+        getattr(args, "config_file", None)
+        and "PLACEMENT_NUMA_AGENT_PCI_DEVICE_SPEC" not in os.environ
+    ):
+        from placement_numa.agent.config import device_specs_from_file
+
+        overrides["pci_device_spec"] = device_specs_from_file(args.config_file)  # [pci]
     return AgentSettings(**overrides)
 
 
