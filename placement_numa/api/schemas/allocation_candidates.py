@@ -22,7 +22,7 @@ from operator import itemgetter
 from typing import Any
 
 import orjson
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from placement_numa.api import microversion as mv
 from placement_numa.domain.request_groups import CandidateQuery
@@ -41,9 +41,14 @@ class _Resources(BaseModel):
     resources: dict[str, int]
 
 
+def _since(version: mv.Microversion) -> Any:
+    """A field that appeared at ``version`` (``x-min-microversion`` in the OpenAPI document)."""
+    return Field(json_schema_extra={"x-min-microversion": str(version)})
+
+
 class _AllocationRequest(BaseModel):
     allocations: dict[str, _Resources]
-    mappings: dict[str, list[str]]
+    mappings: dict[str, list[str]] = _since(mv.CANDIDATE_MAPPINGS)
 
 
 class _Capacity(BaseModel):
@@ -53,9 +58,9 @@ class _Capacity(BaseModel):
 
 class _Summary(BaseModel):
     resources: dict[str, _Capacity]
-    traits: list[str]
-    parent_provider_uuid: str | None
-    root_provider_uuid: str
+    traits: list[str] = _since(mv.CANDIDATES_REQUIRED)
+    parent_provider_uuid: str | None = _since(mv.NESTED_CANDIDATES)
+    root_provider_uuid: str = _since(mv.NESTED_CANDIDATES)
 
 
 class AllocationCandidatesResponse(BaseModel):
