@@ -3,7 +3,7 @@
 Enumerates every assignment of request groups to providers (each suffixed group to one provider,
 each class of the unsuffixed group to one provider) times every anchor root, and keeps those
 satisfying Placement's rules written out directly from the definitions (no pruning, no shared
-code with ``placement_numa.engine.search``). Only for small fleets: the work is
+code with ``placement_numa.engine``). Only for small fleets: the work is
 ``providers ** slots * roots``.
 
 Returns candidate keys as ``Candidate.key()`` spells them:

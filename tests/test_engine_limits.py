@@ -24,9 +24,10 @@ from hypothesis import strategies as st
 from placement_numa.api import microversion as mv
 from placement_numa.api.schemas.allocation_candidates import render_candidates
 from placement_numa.app import create_app
+from placement_numa.domain.inventory import CAPACITY_LIMIT
 from placement_numa.domain.request_groups import CandidateQuery, RequestGroup
 from placement_numa.engine import Candidate, SnapshotEngine, StaticFleetSource
-from placement_numa.engine.fleet import MAX_CAPACITY, FleetSnapshot
+from placement_numa.engine.fleet import FleetSnapshot
 from placement_numa.settings import Settings
 from tests.backends import TestDatabase, reset_rows
 from tests.candidate_fleets import forests, queries
@@ -103,7 +104,7 @@ def test_huge_ratio_renders() -> None:
     result = SnapshotEngine(StaticFleetSource(fleet)).search(query)
     body = render_candidates(result, query, mv.Microversion(1, 39), nested_aware=True)
     summary = orjson.loads(orjson.dumps(body))["provider_summaries"]["r"]
-    assert summary["resources"]["VCPU"]["capacity"] == MAX_CAPACITY
+    assert summary["resources"]["VCPU"]["capacity"] == CAPACITY_LIMIT
 
 
 def test_breadth_first_covers_roots_first() -> None:

@@ -4,7 +4,8 @@ Random chains of tree patches (usage, inventory, trait and aggregate changes; pr
 deleted, moved; trees added and removed) applied to a random forest, each patch either copying
 (the old snapshot stays usable: it must not change) or handed over (``owned=True``: indexes no
 one else references are patched in place). After every patch the snapshot equals one built from
-scratch from the same rows; the rendering caches keep every entry of untouched providers and
+scratch from the same rows; the API's fragment cache (``FragmentCache``, keyed by what the
+refresh replaced) keeps every entry of untouched providers and
 trees (the same objects) and none of the replaced ones; encoded bodies equal the reference
 rendering and a fresh build's.
 """
@@ -18,10 +19,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from placement_numa.api import microversion as mv
-from placement_numa.api.schemas.allocation_candidates import encode_candidates, render_candidates
+from placement_numa.api.schemas.allocation_candidates import (
+    FragmentCache,
+    encode_candidates,
+    render_candidates,
+)
 from placement_numa.domain.request_groups import CandidateQuery, RequestGroup
 from placement_numa.engine import SnapshotEngine, StaticFleetSource
 from placement_numa.engine.fleet import SHARING_TRAIT, FleetSnapshot
+from placement_numa.engine.fleet_patch import replace_trees
 from tests.candidate_fleets import AGGS, RCS, TRAITS, forests, inventories, uuid_of
 from tests.test_fleet_refresh import canonical
 
@@ -159,23 +165,24 @@ def edits(draw: Any, state: State, max_id: int) -> State:
     return state
 
 
-def warm(fleet: FleetSnapshot) -> None:
-    """Fill ``fleet``'s rendering caches (one response shape) and check the bodies."""
+def warm(fleet: FleetSnapshot, fragments: FragmentCache) -> None:
+    """Fill ``fragments`` for ``fleet`` (one response shape) and check the bodies."""
     engine = SnapshotEngine(StaticFleetSource(fleet))
     for query in QUERIES:
         result = engine.search(query)
         expected = render_candidates(result, query, VERSION, nested_aware=True)
         for _ in range(2):
-            body = encode_candidates(result, query, VERSION, nested_aware=True)
+            body = encode_candidates(result, query, VERSION, nested_aware=True, fragments=fragments)
             assert orjson.loads(body) == expected
 
 
-def bodies(fleet: FleetSnapshot) -> list[Any]:
+def bodies(fleet: FleetSnapshot, fragments: FragmentCache | None = None) -> list[Any]:
     engine = SnapshotEngine(StaticFleetSource(fleet))
     found = []
     for query in QUERIES:
         result = engine.search(query)
-        found.append(orjson.loads(encode_candidates(result, query, VERSION, nested_aware=True)))
+        body = encode_candidates(result, query, VERSION, nested_aware=True, fragments=fragments)
+        found.append(orjson.loads(body))
     return found
 
 
@@ -200,12 +207,15 @@ def touched_roots(old: State, new: State) -> set[int]:
 
 
 def check_caches(
-    cached: dict[object, dict[object, object]], patched: FleetSnapshot, stale: set[object]
+    cached: dict[object, dict[object, object]],
+    patched: FleetSnapshot,
+    fragments: FragmentCache,
+    stale: set[object],
 ) -> None:
-    """Every entry of ``cached`` (the old snapshot's caches) is in ``patched``'s caches, the
-    same object, unless it is ``stale``; no stale key is."""
+    """Every entry of ``cached`` (the old snapshot's fragments) is in ``patched``'s, the same
+    object, unless it is ``stale``; no stale key is."""
     for shape, before in cached.items():
-        after = patched.summary_cache[shape]
+        after = fragments.get(patched, shape)
         for key, value in before.items():
             if key in stale:
                 assert key not in after, key
@@ -221,7 +231,8 @@ def check_caches(
 @given(st.data())
 def test_patches_share_structure_and_equal_a_fresh_build(data: st.DataObject) -> None:
     current = data.draw(forests())
-    warm(current)
+    fragments = FragmentCache()
+    warm(current, fragments)
     state = state_of(current)
     held: list[tuple[FleetSnapshot, dict[str, Any], list[Any]]] = []
     for revision in range(2, 2 + data.draw(st.integers(1, 4))):
@@ -233,14 +244,13 @@ def test_patches_share_structure_and_equal_a_fresh_build(data: st.DataObject) ->
         stale: set[object] = {index_by_id[pid] for pid in state if root_of(state, pid) in roots}
         stale |= {("root", index_by_id[r]) for r in roots if r in index_by_id}
         stale |= {("root-q", index_by_id[r]) for r in roots if r in index_by_id}
-        cached = {shape: dict(cache) for shape, cache in current.summary_cache.items()}
+        cached = {shape: dict(cache) for shape, cache in fragments._shapes.items()}
         del index_by_id
         if not owned:
             held.append((current, canonical(current), bodies(current)))
         providers_id = id(current.providers)
-        cache_ids = {shape: id(cache) for shape, cache in current.summary_cache.items()}
-        patched = current.replace_trees(
-            revision, sorted(roots), *rows(new_state, replaced), owned=owned
+        patched = replace_trees(
+            current, revision, sorted(roots), *rows(new_state, replaced), owned=owned
         )
         assert patched is not None
         fresh = FleetSnapshot.build(revision, *rows(new_state, list(new_state)))
@@ -248,19 +258,18 @@ def test_patches_share_structure_and_equal_a_fresh_build(data: st.DataObject) ->
         # patched in place exactly when handed over (nothing else holds a provider list)
         assert current.handed_over == owned
         assert (id(patched.providers) == providers_id) == owned
-        assert cache_ids == {s: id(c) for s, c in patched.summary_cache.items()} or not owned
         # untouched entries survive as the same objects; replaced ones are gone
         new_indices = {patched.index_by_id[pid] for pid in replaced}
         new_roots = {patched.index_by_id[r] for r in roots if r in patched.index_by_id}
         stale |= new_indices
         stale |= {("root", r) for r in new_roots} | {("root-q", r) for r in new_roots}
-        check_caches(cached, patched, stale)
+        check_caches(cached, patched, fragments, stale)
         for rc in RCS:  # patched per class from the old snapshot's sets (sharing included)
             assert {patched.uuids[r] for r in patched.roots_having(rc)} == {
                 fresh.uuids[r] for r in fresh.roots_having(rc)
             }, rc
-        assert bodies(patched) == bodies(fresh)
-        warm(patched)
+        assert bodies(patched, fragments) == bodies(fresh)
+        warm(patched, fragments)
         current, state = patched, new_state
     for old, before, old_bodies in held:
         assert not old.handed_over

@@ -22,7 +22,9 @@ from hypothesis import strategies as st
 from placement_numa.domain.request_groups import CandidateQuery
 from placement_numa.engine import SnapshotEngine, StaticFleetSource
 from placement_numa.engine.fleet import FleetSnapshot
-from placement_numa.engine.search import RootSearch, RootView, candidate_roots, plan_query
+from placement_numa.engine.options import candidate_roots
+from placement_numa.engine.plan import plan_query
+from placement_numa.engine.replay import RootSearch, RootView
 from placement_numa.numa.engine_rank import CellIndex, NumaRanker
 from placement_numa.numa.flavor import Flavor
 from placement_numa.numa.page_sizes import provider_traits

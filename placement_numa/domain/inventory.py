@@ -24,6 +24,7 @@ __all__ = [
     "MAX_INT",
     "MAX_FLOAT",
     "MAX_CAPACITY",
+    "CAPACITY_LIMIT",
     "InventoryFields",
     "capacity",
     "check_capacity",
@@ -39,14 +40,27 @@ MAX_FLOAT = 3.40282e38
 # MAX_INT * MAX_FLOAT (~7e47), which no 64-bit field can carry; we refuse such an inventory at
 # write time with a 400 instead of failing every later read that renders it.
 MAX_CAPACITY = 2**53
+# What a capacity read back is clamped to: +-(2**63 - 1), the 64-bit signed range of our SQL
+# columns and JSON encoder. Rows written before MAX_CAPACITY was enforced, or by Placement
+# (a stored ratio of 3e38), must not break reads: such a capacity renders as 2**63 - 1.
+CAPACITY_LIMIT = 2**63 - 1
 
 
 def capacity(total: int, reserved: int, allocation_ratio: float) -> int:
-    """Units of a resource class that allocations may consume: ``int((total - reserved) * ratio)``.
+    """Units of a resource class that allocations may consume: ``int((total - reserved) * ratio)``,
+    clamped to +-``CAPACITY_LIMIT``; 0 when the product is not a number (the one place capacity
+    is computed: writes check it against ``MAX_CAPACITY``, the candidate engine reads it).
 
     Source: OpenStack Placement, ``placement.objects.inventory.Inventory.capacity``.
     """
-    return int((total - reserved) * allocation_ratio)
+    value = (total - reserved) * allocation_ratio
+    if value != value:  # NaN
+        return 0
+    if value >= CAPACITY_LIMIT:
+        return CAPACITY_LIMIT
+    if value <= -CAPACITY_LIMIT:
+        return -CAPACITY_LIMIT
+    return int(value)
 
 
 @dataclass(frozen=True, slots=True)

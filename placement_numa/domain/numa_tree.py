@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import os_traits
+
 from placement_numa.domain.inventory import capacity
 
 __all__ = [
@@ -36,7 +38,7 @@ __all__ = [
     "page_size_from_traits",
 ]
 
-HW_NUMA_ROOT = "HW_NUMA_ROOT"
+HW_NUMA_ROOT = os_traits.HW_NUMA_ROOT
 PAGE_SIZE_SMALL = "MEMORY_PAGE_SIZE_SMALL"
 PAGE_SIZE_LARGE = "MEMORY_PAGE_SIZE_LARGE"
 PAGE_TRAIT_PREFIX = "CUSTOM_MEMORY_PAGE_SIZE_"

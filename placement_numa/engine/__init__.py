@@ -23,11 +23,12 @@ Interface (what routers and the NUMA layer use; nothing about SQL or caching lea
   roots are merged with a heap, stopping at ``limit``; every candidate of every admissible root
   is ranked, so the cost is the candidates that exist, not the combinations tried;
 * ``rank_bound`` (with ``rank``): ``bound(view) -> key``, a lower bound of the rank key of
-  every candidate of one root, computed before searching it (``search.RootView``: the root, its
-  look-alike profile, the plan, lazily the slot options; ``None`` = no candidate). Roots are
+  every candidate of one root, computed before searching it (``replay.RootView``: the root, its
+  look-alike profile, the plan, lazily the slot options; ``None`` = no candidate; see
+  ``replay.RootView``). Roots are
   then searched in ascending ``(bound, root order)``, candidates merged with a heap and yielded
   once no unsearched root can precede them, so a ranked query with ``limit`` searches only the
-  roots it needs; the answer is identical to the exhaustive merge (``search.bounded_merge``);
+  roots it needs; the answer is identical to the exhaustive merge (``merge.merge_ranked``);
 * ``roots``: restrict anchors to these root uuids; ``accept(candidate) -> bool``: a filter
   applied before ``limit``;
 * ``fleet``: a snapshot from ``snapshot()`` to search instead of a fresh one (one state for the
@@ -49,12 +50,24 @@ Example (NUMA width first, then the anchor's uuid)::
 
     def narrow_first(c: Candidate, fleet: FleetSnapshot) -> tuple[int, str]:
         cells = {p for g in c.groups for p in g.providers
-                 if "HW_NUMA_ROOT" in fleet.providers[p].traits}
+                 if os_traits.HW_NUMA_ROOT in fleet.providers[p].traits}
         return (len(cells), fleet.providers[c.anchor].uuid)
 
-Implementations: ``SnapshotEngine`` (``engine/memory.py``) searches an in-memory
+Implementations: ``SnapshotEngine`` (``engine/snapshot_engine.py``) searches an in-memory
 ``FleetSnapshot`` obtained from a ``FleetSource`` (per root, lazily; look-alike trees replay the
-first one's answer, see ``engine/search.py``); the SQL source
+first one's answer). The modules, in the order a query meets them:
+
+* ``protocol``: ``CandidateEngine``, ``FleetSource``, ``RankFn``, ``GenerationStrategy``;
+* ``fleet``: the snapshot model (``FleetSnapshot``, ``ProviderInfo``, ``InventoryUsage``), built
+  from rows; ``fleet_patch``: a snapshot with whole trees replaced (what a refresh does);
+* ``names``: unknown resource classes and traits refused; ``plan``: the query as search slots;
+* ``options``: the roots that may anchor a candidate, each slot's providers under one root;
+* ``search``: the depth-first search of one root; ``orderings``: reorderings of
+  interchangeable groups; ``replay``: roots one at a time, look-alike roots replayed;
+* ``merge``: breadth-first round robin and the ranked heap merge across roots;
+* ``candidates``: what comes out (``Candidate``, ``CandidateResult``).
+
+The SQL source
 (``placement_numa.db.repositories.fleet.SqlFleetSource``) refreshes it whenever the
 ``placement_revision`` counter moved (reloading only the trees the change log names), so every
 query sees every write committed before it started.
@@ -63,16 +76,17 @@ query sees every write committed before it started.
 from __future__ import annotations
 
 from placement_numa.engine.candidates import Candidate, CandidateResult, GroupChoice, SearchStats
-from placement_numa.engine.fleet import FleetSnapshot, Inventory, ProviderInfo
-from placement_numa.engine.memory import (
+from placement_numa.engine.fleet import FleetSnapshot, InventoryUsage, ProviderInfo
+from placement_numa.engine.protocol import (
     CandidateEngine,
     FleetSource,
+    GenerationStrategy,
     RankFn,
-    SnapshotEngine,
+    SearchOptions,
     StaticFleetSource,
-    Strategy,
 )
-from placement_numa.engine.search import RankBoundFn, RootView
+from placement_numa.engine.replay import RankBoundFn, RootView
+from placement_numa.engine.snapshot_engine import SnapshotEngine
 
 __all__ = [
     "CandidateEngine",
@@ -85,9 +99,10 @@ __all__ = [
     "Candidate",
     "CandidateResult",
     "SearchStats",
-    "Strategy",
+    "GenerationStrategy",
+    "SearchOptions",
     "GroupChoice",
     "FleetSnapshot",
     "ProviderInfo",
-    "Inventory",
+    "InventoryUsage",
 ]

@@ -59,17 +59,15 @@ class Layout:
 class TemplateEntry:
     """One candidate of a tree's answer in positions: ``chosen[k]`` and the first item of each
     ``allocations`` triple index a list of providers (the tree's members, or the relevant
-    providers of a root); kept once and replayed for every look-alike tree. ``cache``: free
-    for renderers (e.g. the candidate pre-encoded with holes for the uuids)."""
+    providers of a root); kept once and replayed for every look-alike tree."""
 
-    __slots__ = ("chosen", "allocations", "cache")
+    __slots__ = ("chosen", "allocations")
 
     def __init__(
         self, chosen: tuple[int, ...], allocations: tuple[tuple[int, str, int], ...]
     ) -> None:
         self.chosen = chosen
         self.allocations = allocations
-        self.cache: object = None
 
 
 class Candidate:
@@ -83,10 +81,10 @@ class Candidate:
     * ``mappings()``: ``(suffix, sorted provider indices)`` per group, cheaply.
 
     A candidate replayed from another tree's answer (look-alike trees, see
-    ``search.RootSearch``) is built as ``Candidate.replayed(anchor, members, entry, layout)``:
+    ``replay.RootSearch``) is built as ``Candidate.replayed(anchor, members, entry, layout)``:
     ``entry`` (a ``TemplateEntry``) holds positions into ``members`` and ``chosen`` and
     ``allocations`` are only materialised when read; renderers may use ``members`` and
-    ``entry`` directly (``entry.cache`` is theirs), so a replayed candidate costs no per-slot
+    ``entry`` directly, so a replayed candidate costs no per-slot
     work until something looks at it.
 
     Immutable by contract (read-only attributes).
@@ -122,24 +120,23 @@ class Candidate:
     @property
     def chosen(self) -> tuple[int, ...]:
         """``chosen[k]``: the provider filling search slot ``k``."""
-        chosen = self._chosen
-        if chosen is None:
-            members = self.members
-            assert members is not None and self.entry is not None
-            chosen = self._chosen = tuple([members[k] for k in self.entry.chosen])
-        return chosen
+        if self._chosen is None:
+            members, entry = self._replay()
+            self._chosen = tuple([members[k] for k in entry.chosen])
+        return self._chosen
 
     @property
     def allocations(self) -> tuple[Allocation, ...]:
         """``(provider, resource class, amount)``, sorted, amounts on one provider summed."""
-        allocations = self._allocations
-        if allocations is None:
-            members = self.members
-            assert members is not None and self.entry is not None
-            allocations = self._allocations = tuple(
-                [(members[k], rc, a) for k, rc, a in self.entry.allocations]
-            )
-        return allocations
+        if self._allocations is None:
+            members, entry = self._replay()
+            self._allocations = tuple([(members[k], rc, a) for k, rc, a in entry.allocations])
+        return self._allocations
+
+    def _replay(self) -> tuple[Sequence[int], TemplateEntry]:
+        """``(members, entry)`` of a replayed candidate (see ``replayed``)."""
+        assert self.members is not None and self.entry is not None
+        return self.members, self.entry
 
     @property
     def groups(self) -> tuple[GroupChoice, ...]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from placement_numa.engine.candidates import Candidate, Layout
 from placement_numa.engine.fleet import FleetSnapshot
-from placement_numa.engine.search import RootView
+from placement_numa.engine.replay import RootView
 from placement_numa.numa.rank_bound import relaxed_best_key
 from placement_numa.numa.rank_distance import Distances
 from placement_numa.numa.ranking import HostCells, NumaScore, rank_key, score

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from placement_numa.engine.fleet import FleetSnapshot
-from placement_numa.engine.search import QueryPlan
+from placement_numa.engine.plan import QueryPlan
 
 __all__ = ["relaxed_best_key"]
 

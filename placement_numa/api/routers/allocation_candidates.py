@@ -19,6 +19,7 @@ from placement_numa.api.limits import LimitsDep, check_candidate_query
 from placement_numa.api.responses import json_pieces_response
 from placement_numa.api.schemas.allocation_candidates import (
     AllocationCandidatesResponse,
+    FragmentCache,
     candidate_body_pieces,
 )
 
@@ -46,5 +47,17 @@ def list_allocation_candidates(
     nested_aware = version >= mv.NESTED_CANDIDATES
     result = engine.search(query, nested_aware=nested_aware)
     # written while it is sent (api/responses.py: json_pieces_response)
-    pieces = candidate_body_pieces(result, query, version, nested_aware=nested_aware)
+    pieces = candidate_body_pieces(
+        result, query, version, nested_aware=nested_aware, fragments=_fragments(request)
+    )
     return json_pieces_response(pieces, version)
+
+
+def _fragments(request: Request) -> FragmentCache:
+    """The process's cache of encoded candidate fragments (``app.state``, made on first use)."""
+    state = request.app.state
+    cache = getattr(state, "candidate_fragments", None)
+    if cache is None:
+        cache = state.candidate_fragments = FragmentCache()
+    assert isinstance(cache, FragmentCache)
+    return cache

@@ -17,6 +17,8 @@ reference, and the form used below microversion 1.12).
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Callable, Iterator
 from operator import itemgetter
 from typing import Any
@@ -30,6 +32,7 @@ from placement_numa.engine import CandidateResult, FleetSnapshot
 from placement_numa.engine.candidates import Layout, TemplateEntry
 
 __all__ = [
+    "FragmentCache",
     "render_candidates",
     "encode_candidates",
     "candidate_body_pieces",
@@ -68,6 +71,58 @@ class AllocationCandidatesResponse(BaseModel):
 
     allocation_requests: list[_AllocationRequest]
     provider_summaries: dict[str, _Summary]
+
+
+class FragmentCache:
+    """Encoded JSON fragments of the latest snapshot, per response shape (one per process).
+
+    Keyed by what the engine publishes: a snapshot's ``revision``; a snapshot patched from the
+    cached one (``patched_from``) keeps every fragment but those of its ``replaced_providers``
+    and ``replaced_roots`` (copied first: a response still being written for the older
+    snapshot keeps its own dict); any other snapshot starts empty. A snapshot older than the
+    cached one gets a private, empty cache. Entries: a provider index -> its ``"uuid":{summary}``;
+    ``("root", root)`` -> a tree's summaries; ``("root-q", root)`` -> its members' quoted
+    uuids; ``"shares"``, ``"labels"``, ``"quoted"``: fragments that depend on uuids only.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._fleet: weakref.ref[FleetSnapshot] | None = None
+        self._revision = -1
+        self._shapes: dict[object, dict[Any, Any]] = {}
+
+    def get(self, fleet: FleetSnapshot, shape: object) -> dict[Any, Any]:
+        """The fragment dict for ``shape`` on ``fleet`` (only one shape is kept at a time)."""
+        with self._lock:
+            current = self._fleet() if self._fleet is not None else None
+            if current is not fleet:
+                if fleet.revision < self._revision:
+                    return {}
+                if fleet.patched_from is not None and fleet.patched_from == self._revision:
+                    self._shapes = {
+                        key: _without_stale(cache, fleet) for key, cache in self._shapes.items()
+                    }
+                else:
+                    self._shapes = {}
+                self._fleet = weakref.ref(fleet)
+                self._revision = fleet.revision
+            cache = self._shapes.get(shape)
+            if cache is None:
+                cache = {}
+                self._shapes = {shape: cache}
+            return cache
+
+
+def _without_stale(cache: dict[Any, Any], fleet: FleetSnapshot) -> dict[Any, Any]:
+    """A copy of ``cache`` less what ``fleet``'s refresh replaced. (Quoted uuids by index stay:
+    a provider keeps its index and uuid, and an index is never reused.)"""
+    kept = dict(cache)
+    for index in fleet.replaced_providers:
+        kept.pop(index, None)
+    for root in fleet.replaced_roots:
+        kept.pop(("root", root), None)
+        kept.pop(("root-q", root), None)
+    return kept
 
 
 def _ordered_traits(traits: frozenset[str], order: dict[str, int] | None) -> list[str]:
@@ -176,10 +231,10 @@ def _summary(
 
 
 def _compile(
-    entry: TemplateEntry, layout: Layout, with_mappings: bool, token: object
-) -> tuple[object, bytes, tuple[int, ...]]:
-    """``(token, format, holes)``: the allocation request of ``entry`` as a bytes ``%``
-    format whose ``%s`` holes take the quoted uuids of the providers at positions ``holes``."""
+    entry: TemplateEntry, layout: Layout, with_mappings: bool
+) -> tuple[bytes, tuple[int, ...]]:
+    """``(format, holes)``: the allocation request of ``entry`` as a bytes ``%`` format whose
+    ``%s`` holes take the quoted uuids of the providers at positions ``holes``."""
     holes: list[int] = []
     shares: list[bytes] = []
     allocations = entry.allocations
@@ -204,7 +259,7 @@ def _compile(
             entries.append(label + b":[" + b",".join(b"%s" for _ in used) + b"]")
         text += b',"mappings":{' + b",".join(entries) + b"}"
     text += b"}"
-    return token, text, tuple(holes)
+    return text, tuple(holes)
 
 
 def _getter(holes: list[int]) -> Callable[[list[bytes]], tuple[bytes, ...]]:
@@ -223,10 +278,14 @@ def encode_candidates(
     version: mv.Microversion,
     *,
     nested_aware: bool,
+    fragments: FragmentCache | None = None,
 ) -> bytes:
     """The response body for ``result`` at ``version`` as JSON bytes (equal, once parsed, to
     ``render_candidates``' document): ``candidate_body_pieces`` joined."""
-    return b"".join(candidate_body_pieces(result, query, version, nested_aware=nested_aware))
+    pieces = candidate_body_pieces(
+        result, query, version, nested_aware=nested_aware, fragments=fragments
+    )
+    return b"".join(pieces)
 
 
 def candidate_body_pieces(
@@ -235,17 +294,18 @@ def candidate_body_pieces(
     version: mv.Microversion,
     *,
     nested_aware: bool,
+    fragments: FragmentCache | None = None,
 ) -> Iterator[bytes]:
     """The response body for ``result`` at ``version`` as consecutive pieces of JSON bytes,
     encoded lazily, piece by piece (a whole tree's allocation requests, one tree's provider
     summaries, a separator), so a response can send the first pieces while the rest are
     still to be written (``api.responses.json_pieces_response``).
 
-    Fragments cached on the snapshot (``FleetSnapshot.summary_cache``, dropped with it and
-    patched with it on refresh): per response shape, each provider's ``"uuid":{summary}``;
-    each ``"uuid":{"resources":{...}}`` share of an allocation request; each mapping entry.
+    Fragments come from ``fragments`` (the process's ``FragmentCache``; ``None``: a private
+    one): per response shape, each provider's ``"uuid":{summary}``; each
+    ``"uuid":{"resources":{...}}`` share of an allocation request; each mapping entry.
     The snapshot (``result.fleet``) must stay as it is until the generator is exhausted: the
-    result holds it, so a refresh patches a copy instead (``FleetSnapshot.replace_trees``).
+    result holds it, so a refresh patches a copy instead (``engine.fleet_patch.replace_trees``).
     """
     if version < mv.ALLOCATIONS_DICT:
         yield orjson.dumps(render_candidates(result, query, version, nested_aware=nested_aware))
@@ -265,13 +325,7 @@ def candidate_body_pieces(
         with_tree,
         None if all_classes else frozenset(requested),
     )
-    caches = fleet.summary_cache
-    cache: dict[Any, Any] | None = caches.get(shape)
-    if cache is None:
-        for key in [k for k in caches if isinstance(k, tuple) and k[:1] == ("bytes",)]:
-            del caches[key]  # one response shape cached per snapshot
-        cache = {}
-        caches[shape] = cache
+    cache = (fragments or FragmentCache()).get(fleet, shape)
     shares: dict[Any, bytes] = cache.setdefault("shares", {})
     labels: dict[Any, bytes] = cache.setdefault("labels", {})
 
@@ -290,6 +344,8 @@ def candidate_body_pieces(
     # runs of consecutive candidates replayed from templates over one provider list (usually
     # a whole tree's answer): one bytes ``%`` per run, its format compiled once per request
     runs: dict[tuple[int, ...], tuple[bytes, Callable[[list[bytes]], tuple[bytes, ...]]]] = {}
+    # each template entry compiled once per response (entries live as long as ``result``)
+    compiled_entries: dict[int, tuple[bytes, tuple[int, ...]]] = {}
     total = len(candidates)
     n = 0
     while n < total:
@@ -304,23 +360,22 @@ def candidate_body_pieces(
             ):
                 end += 1
             run_entries = [c.entry for c in candidates[n:end]]
-            key = tuple(map(id, run_entries))
-            run = runs.get(key)
+            run_key = tuple(map(id, run_entries))
+            run = runs.get(run_key)
             if run is None:
                 formats = []
                 holes: list[int] = []
                 for entry in run_entries:
-                    compiled: Any = entry.cache  # type: ignore[union-attr]
-                    if compiled is None or compiled[0] is not cache:
-                        compiled = entry.cache = _compile(  # type: ignore[union-attr]
+                    compiled = compiled_entries.get(id(entry))
+                    if compiled is None:
+                        compiled = compiled_entries[id(entry)] = _compile(
                             entry,  # type: ignore[arg-type]
                             candidate.layout,
                             with_mappings,
-                            cache,
                         )
-                    formats.append(compiled[1])
-                    holes.extend(compiled[2])
-                run = runs[key] = (b",".join(formats), _getter(holes))
+                    formats.append(compiled[0])
+                    holes.extend(compiled[1])
+                run = runs[run_key] = (b",".join(formats), _getter(holes))
             anchor = candidate.anchor
             own_tree = members is fleet.tree.get(anchor)
             members_q: list[bytes] | None = cache.get(("root-q", anchor)) if own_tree else None

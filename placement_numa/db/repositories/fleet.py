@@ -28,7 +28,8 @@ from sqlalchemy.sql.elements import BindParameter
 from placement_numa.db import tables as t
 from placement_numa.db.database import Database
 from placement_numa.db.repositories import changes
-from placement_numa.engine.fleet import FleetSnapshot, InventoryRow, ProviderRow
+from placement_numa.engine.fleet import FleetSnapshot, InventoryTuple, ProviderTuple
+from placement_numa.engine.fleet_patch import replace_trees
 
 __all__ = ["current_revision", "load_fleet", "refresh_fleet", "SqlFleetSource"]
 
@@ -48,8 +49,8 @@ def _names(conn: Connection) -> tuple[dict[int, str], dict[int, str]]:
 
 
 Rows = tuple[
-    list[ProviderRow],
-    list[InventoryRow],
+    list[ProviderTuple],
+    list[InventoryTuple],
     list[tuple[int, str, int]],
     list[tuple[int, str]],
     list[tuple[int, str]],
@@ -72,11 +73,11 @@ def _fetch(conn: Connection, statement: Select[Any]) -> list[Any]:
 def _rows(conn: Connection, rc_names: dict[int, str], trait_names: dict[int, str]) -> Rows:
     """Snapshot rows of every provider."""
     rp = t.resource_providers
-    providers: list[ProviderRow] = _fetch(
+    providers: list[ProviderTuple] = _fetch(
         conn, select(rp.c.id, rp.c.uuid, rp.c.parent_provider_id, rp.c.root_provider_id)
     )
     inv = t.inventories
-    inventories: list[InventoryRow] = [
+    inventories: list[InventoryTuple] = [
         (r[0], rc_names[r[1]], r[2], r[3], r[4], r[5], r[6], r[7])
         for r in _fetch(
             conn,
@@ -205,7 +206,7 @@ def refresh_fleet(conn: Connection, fleet: FleetSnapshot, *, owned: bool = False
     The trees replaced are those that held, in ``fleet``, a provider the writes touched, and
     those that hold one now (a re-parent touches the whole moved subtree, so both its old and
     new trees are reloaded); aggregate and sharing indexes are patched by
-    ``FleetSnapshot.replace_trees``. ``owned``: the caller hands ``fleet`` over (no one else
+    ``engine.fleet_patch.replace_trees``. ``owned``: the caller hands ``fleet`` over (no one else
     holds it; it is not used afterwards unless ``fleet.handed_over`` stayed false), so the
     patch may reuse its indexes in place (``replace_trees(owned=True)``).
     """
@@ -237,7 +238,7 @@ def refresh_fleet(conn: Connection, fleet: FleetSnapshot, *, owned: bool = False
         return load_fleet(conn)
     roots = sorted(root_ids)
     tree_rows = _tree_rows(conn, roots) if roots else ([], [], [], [], [])
-    patched = fleet.replace_trees(revision, roots, *tree_rows, owned=owned)
+    patched = replace_trees(fleet, revision, roots, *tree_rows, owned=owned)
     if patched is None:
         return load_fleet(conn)
     if any(kind == changes.NAMES for _, kind, _ in rows):
@@ -312,7 +313,7 @@ class SqlFleetSource:
         else that snapshot refreshed (``refresh_fleet``).
 
         The cached snapshot is handed over to the refresh (patched in place, O(touched trees),
-        see ``FleetSnapshot.replace_trees(owned=True)``) when nothing else holds it: it is
+        see ``engine.fleet_patch.replace_trees(owned=True)``) when nothing else holds it: it is
         taken off ``_fleet`` first, so later callers wait for the lock, and its reference count
         then tells whether a search still runs on it (a copy is patched then, O(fleet))."""
         revision = self._revision()

@@ -1,0 +1,130 @@
+"""Merging the candidates of many roots: Placement's breadth-first round robin, and the one
+heap merge of ranked roots (optionally bounded, optionally diversified)."""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from placement_numa.engine.candidates import Candidate
+from placement_numa.engine.replay import RankBoundFn, RootSearch, RootView
+
+__all__ = ["round_robin", "merge_ranked", "Counter"]
+
+
+class Counter:
+    """Work done by one search (see ``SearchStats``) and the cap it runs under."""
+
+    __slots__ = ("generated", "roots", "cap", "cap_hit")
+
+    def __init__(self, cap: int | None) -> None:
+        self.generated = 0
+        self.roots = 0
+        self.cap = cap
+        self.cap_hit = False
+
+    def take(self) -> bool:
+        """Count one generated candidate; ``False`` (and ``cap_hit``) once the cap is spent."""
+        if self.cap is not None and self.generated >= self.cap:
+            self.cap_hit = True
+            return False
+        self.generated += 1
+        return True
+
+
+def round_robin(streams: Iterable[Iterator[Candidate]]) -> Iterator[Candidate]:
+    """Placement's breadth-first order (``util.roundrobin``): the first candidate of every
+    stream in stream order, then the second of each, and so on; streams are opened lazily, one
+    per first round step."""
+    active: deque[Iterator[Candidate]] = deque()
+    for stream in streams:
+        first = next(stream, None)
+        if first is not None:
+            yield first
+            active.append(stream)
+    while active:
+        stream = active.popleft()
+        following = next(stream, None)
+        if following is not None:
+            yield following
+            active.append(stream)
+
+
+def merge_ranked(
+    searcher: RootSearch,
+    roots: Iterable[int],
+    ranked_root: Callable[[int], Iterator[tuple[Any, Candidate]]],
+    bound: RankBoundFn | None,
+    *,
+    diversify: bool,
+    counter: Counter,
+) -> Iterator[Candidate]:
+    """Ranked candidates of ``roots`` in order ``(rank key, root order, root's own order)``.
+
+    With ``bound``, every root gets a bound first (``RankBoundFn``); roots are searched in
+    ``(bound, root order)`` order and a candidate is yielded once it precedes ``(bound,
+    order)`` of every root not searched yet, so the work follows the roots whose best
+    candidates are returned (design notes, "search per root, best first"). Roots whose
+    candidates may also be found from another anchor (sharing providers) are searched first,
+    in root order, so the dedup keeps the copy the exhaustive merge would keep. With
+    ``diversify``, rounds: each root's best candidate in rank order, then each root's second
+    best, and so on. Stops searching new roots once the cap is spent.
+    """
+    fleet = searcher.plan.fleet
+    sharing_roots = fleet.roots_with_sharing
+    pending: list[tuple[Any, int, int]] = []  # (bound, order, root)
+    first: list[tuple[int, int]] = []  # (order, root): searched before any bound applies
+    for order, root in enumerate(roots):
+        if bound is None or root in sharing_roots:
+            first.append((order, root))
+            continue
+        key = bound(RootView(searcher, root))
+        if key is not None:
+            pending.append((key, order, root))
+    pending.sort(key=lambda item: (item[0], item[1]))
+    heap: list[tuple[Any, int, int, Candidate]] = []  # (key, order, seq, candidate)
+    streams: dict[int, Iterator[tuple[Any, Candidate]]] = {}
+    later: list[int] = []  # diversify: roots whose next candidate waits for the next round
+    seq = 0
+
+    def push(order: int) -> None:
+        nonlocal seq
+        following = next(streams[order], None)
+        if following is None:
+            del streams[order]
+            return
+        seq += 1
+        heapq.heappush(heap, (following[0], order, seq, following[1]))
+
+    def pop() -> Candidate:
+        _, order, _, candidate = heapq.heappop(heap)
+        if diversify:
+            later.append(order)
+        else:
+            push(order)
+        return candidate
+
+    def start(order: int, root: int) -> None:
+        streams[order] = ranked_root(root)
+        push(order)
+
+    for order, root in first:
+        if counter.cap_hit:
+            break
+        start(order, root)
+    for key, order, root in pending:
+        while heap and (heap[0][0], heap[0][1]) < (key, order):
+            yield pop()
+        if counter.cap_hit:
+            break
+        start(order, root)
+    while True:
+        while heap:
+            yield pop()
+        if not later:
+            return
+        for order in sorted(later):
+            push(order)
+        later.clear()

@@ -1,0 +1,261 @@
+"""Searching roots one at a time for one plan, replaying the answer of look-alike roots.
+
+``RootSearch`` turns each root's options (``engine/options.py``) and full assignments
+(``engine/search.py``) into ``Candidate`` objects. Two roots whose slot options, ancestry among
+those options, room per requested class and relevant traits look the same (by position) have
+the same candidates up to renaming providers: the first root's answer is kept as a template of
+positions (``TemplateEntry``) and replayed for the others. ``RootView`` is what a rank bound
+may read about a root before it is searched (``RankBoundFn``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from placement_numa.engine.candidates import Candidate, TemplateEntry
+from placement_numa.engine.fleet import FleetSnapshot
+from placement_numa.engine.options import slot_options
+from placement_numa.engine.orderings import expand
+from placement_numa.engine.plan import QueryPlan, group_signature
+from placement_numa.engine.search import search_assignments
+
+__all__ = ["RootSearch", "RootView", "RankBoundFn"]
+
+
+class RootSearch:
+    """Searches roots one at a time for one ``QueryPlan``, reusing work across look-alike roots.
+
+    Two roots whose slot options, ancestry among those options, room per requested class
+    (``min(max_unit, capacity - used)``) and relevant traits look the same (by position) have the
+    same candidates up to renaming providers; the first root's results are kept as a template
+    (positions) and replayed for the others. Results are identical to searching each root.
+    """
+
+    MAX_TEMPLATES = 4096
+
+    def __init__(self, plan: QueryPlan) -> None:
+        self.plan = plan
+        self.layout = plan.layout
+        self.templates: dict[tuple[object, ...], list[TemplateEntry]] = {}
+        self.rcs = sorted({rc for g in plan.groups for rc in g.resources})
+        names: set[str] = set()
+        for g in plan.groups:
+            if g.suffix is None:
+                names |= g.required_traits
+                for any_of in g.any_traits:
+                    names |= any_of
+        self.trait_names = frozenset(names)
+        self.by_profile = all(t is None for t in plan.in_tree_root)
+        self.profile_templates: dict[int, list[TemplateEntry]] = {}
+        # per profile: every ordering of each entry (orderings=True replays)
+        self.expanded_templates: dict[int, list[TemplateEntry]] = {}
+        self.bound_cache: dict[object, object] = {}  # see RootView.cache
+        self.slot_keys = [
+            (
+                slot.suffixed,
+                slot.resources,
+                group_signature(plan.groups[slot.group]),
+                plan.in_tree_root[slot.group],
+            )
+            for slot in plan.slots
+        ]
+
+    def options(self, root: int) -> list[list[int]] | None:
+        """Options per slot for ``root``, or ``None`` when a slot has none."""
+        found: dict[object, list[int]] = {}
+        options = []
+        for slot, key in zip(self.plan.slots, self.slot_keys, strict=True):
+            opts = found.get(key)
+            if opts is None:
+                opts = slot_options(self.plan, slot, root)
+                if not opts:
+                    return None
+                found[key] = opts
+            options.append(opts)
+        return options
+
+    def candidates(self, root: int, *, orderings: bool = True) -> Iterator[Candidate]:
+        """Every candidate anchored at ``root``, lazily, in a deterministic depth-first order;
+        ``orderings=False``: one per ordering class of interchangeable units (``_units``)."""
+        runs = self.plan.unit_runs
+        if not orderings or not runs:
+            yield from self.bases(root)
+            return
+        profile = self._profile(root)
+        if profile >= 0:
+            known = self.expanded_templates.get(profile)
+            if known is None and profile in self.profile_templates:
+                known = self.expanded_templates[profile] = [
+                    variant
+                    for entry in self.profile_templates[profile]
+                    for variant in self._entry_orderings(entry)
+                ]
+            if known is not None:
+                members = self.plan.fleet.tree[root]
+                layout = self.layout
+                for entry in known:
+                    yield Candidate.replayed(root, members, entry, layout)
+                return
+        for base in self.bases(root):
+            yield from self.orderings(base)
+
+    def _entry_orderings(self, entry: TemplateEntry) -> Iterator[TemplateEntry]:
+        """``entry`` and its reorderings, in positions."""
+        first = True
+        for chosen in expand(list(entry.chosen), self.plan.unit_runs):
+            if first:
+                first = False
+                yield entry
+            else:
+                yield TemplateEntry(tuple(chosen), entry.allocations)
+
+    def orderings(self, base: Candidate) -> Iterator[Candidate]:
+        """``base`` and every other candidate from reordering its interchangeable units (the
+        same resources, providers and allocations), lazily; ``base`` first."""
+        runs = self.plan.unit_runs
+        if not runs:
+            yield base
+            return
+        first = True
+        for chosen in expand(list(base.chosen), runs):
+            if first:
+                first = False
+                yield base
+                continue
+            yield Candidate(base.anchor, tuple(chosen), base.allocations, base.layout)
+
+    def _profile(self, root: int) -> int:
+        if self.by_profile and root not in self.plan.fleet.shared_into:
+            return self.plan.fleet.root_profiles[root]
+        return -1
+
+    def bases(self, root: int) -> Iterator[Candidate]:
+        """Candidates anchored at ``root`` with interchangeable units in non-decreasing order
+        (one per ordering class), lazily, in a deterministic depth-first order."""
+        plan = self.plan
+        fleet = plan.fleet
+        layout = self.layout
+        profile = self._profile(root)
+        if profile >= 0:
+            known = self.profile_templates.get(profile)
+            if known is not None:
+                members = fleet.tree[root]
+                for entry in known:
+                    yield Candidate.replayed(root, members, entry, layout)
+                return
+        options = self.options(root)
+        if options is None:
+            if profile >= 0 and len(self.profile_templates) < self.MAX_TEMPLATES:
+                self.profile_templates[profile] = []
+            return
+        relevant = sorted(set().union(*options))
+        pos = {p: k for k, p in enumerate(relevant)}
+        signature = self._signature(options, relevant, pos)
+        template = self.templates.get(signature)
+        if template is not None:
+            results: Iterator[TemplateEntry] = iter(template)
+        else:
+            results = (
+                TemplateEntry(
+                    tuple([pos[p] for p in chosen]),
+                    tuple([(pos[p], rc, a) for p, rc, a in allocations]),
+                )
+                for chosen, allocations in search_assignments(plan, options)
+            )
+        recorded = []
+        by_member = []
+        where = {m: k for k, m in enumerate(fleet.tree[root])} if profile >= 0 else {}
+        for entry in results:
+            if template is None:
+                recorded.append(entry)
+            candidate = Candidate.replayed(root, relevant, entry, layout)
+            if profile >= 0:
+                chosen = candidate.chosen
+                allocations = candidate.allocations
+                by_member.append(
+                    TemplateEntry(
+                        tuple([where[p] for p in chosen]),
+                        tuple([(where[p], rc, a) for p, rc, a in allocations]),
+                    )
+                )
+            yield candidate
+        if template is None and len(self.templates) < self.MAX_TEMPLATES:
+            self.templates[signature] = recorded
+        if profile >= 0 and len(self.profile_templates) < self.MAX_TEMPLATES:
+            self.profile_templates[profile] = by_member
+
+    def _signature(
+        self, options: list[list[int]], relevant: list[int], pos: dict[int, int]
+    ) -> tuple[object, ...]:
+        providers = self.plan.fleet.providers
+        rooms = []
+        for p in relevant:
+            inventories = providers[p].inventories
+            for rc in self.rcs:
+                inv = inventories.get(rc)
+                rooms.append(-1 if inv is None else min(inv.max_unit, inv.capacity - inv.used))
+        ancestry: tuple[object, ...] = ()
+        if self.plan.subtree_sets:
+            chains = self.plan.fleet.chains
+            ancestry = tuple(tuple(pos[a] for a in chains[p] if a in pos) for p in relevant)
+        traits: tuple[object, ...] = ()
+        if self.trait_names:
+            traits = tuple(providers[p].traits & self.trait_names for p in relevant)
+        return (
+            tuple(tuple(pos[p] for p in opts) for opts in options),
+            tuple(rooms),
+            ancestry,
+            traits,
+        )
+
+
+class RootView:
+    """What a rank bound (``RankBoundFn``) may read about one anchor root before it is searched.
+
+    * ``root``: the root's index; ``plan``: the ``QueryPlan`` (``plan.slots[k]``: ``.group``,
+      ``.suffixed``, ``.resources``; ``plan.subtree_sets``; ``plan.isolate``; ``plan.groups``);
+    * ``profile``: ``fleet.root_profiles[root]`` when the root's options and candidates depend
+      only on its tree's look (no ``in_tree``, no sharing provider anchored there), else ``None``;
+      two roots with the same profile have the same options position by position;
+    * ``cache``: a dict shared by every view of one search (for per-profile memos);
+    * ``options()``: providers per slot for this root (``None``: some slot has none, so the
+      root has no candidate).
+    """
+
+    __slots__ = ("searcher", "root", "profile")
+
+    def __init__(self, searcher: RootSearch, root: int) -> None:
+        self.searcher = searcher
+        self.root = root
+        fleet = searcher.plan.fleet
+        self.profile: int | None = (
+            fleet.root_profiles[root]
+            if searcher.by_profile and root not in fleet.shared_into
+            else None
+        )
+
+    @property
+    def plan(self) -> QueryPlan:
+        """The ``QueryPlan`` being searched."""
+        return self.searcher.plan
+
+    @property
+    def fleet(self) -> FleetSnapshot:
+        """The ``FleetSnapshot`` the plan was made for."""
+        return self.searcher.plan.fleet
+
+    @property
+    def cache(self) -> dict[object, object]:
+        """A dict shared by every view of one search (per-profile memos of a rank bound)."""
+        return self.searcher.bound_cache
+
+    def options(self) -> list[list[int]] | None:
+        """Provider indices per slot for this root; ``None`` when some slot has none."""
+        return self.searcher.options(self.root)
+
+
+# ``bound(view) -> key``: a lower bound of the rank key of every candidate anchored at
+# ``view.root`` (``None`` only when the root provably has no candidate).
+RankBoundFn = Callable[[RootView], Any]
+RankFnT = Callable[[Candidate, FleetSnapshot], Any]

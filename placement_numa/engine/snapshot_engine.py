@@ -1,0 +1,253 @@
+"""``SnapshotEngine``: the candidate engine over an in-memory ``FleetSnapshot``.
+
+The snapshot comes from a ``FleetSource`` asked once per query (the SQL source returns the cached
+snapshot unless ``placement_revision`` moved). The query is planned (``engine/plan.py``), the
+anchor roots found (``engine/options.py``), and roots searched one at a time, lazily
+(``engine/replay.py``); without a rank function the first ``limit`` candidates in root order are
+returned and no further root is looked at (or Placement's breadth-first round robin); with one,
+each root's candidates are sorted and roots merged with a heap (``engine/merge.py``).
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections.abc import Callable, Collection, Iterable, Iterator
+from typing import Any, Unpack
+
+from placement_numa.domain.request_groups import CandidateQuery
+from placement_numa.engine.candidates import Candidate, CandidateResult, SearchStats
+from placement_numa.engine.fleet import FleetSnapshot
+from placement_numa.engine.merge import Counter, merge_ranked, round_robin
+from placement_numa.engine.names import check_names
+from placement_numa.engine.options import candidate_roots
+from placement_numa.engine.plan import QueryPlan, plan_query
+from placement_numa.engine.protocol import FleetSource, GenerationStrategy, RankFn, SearchOptions
+from placement_numa.engine.replay import RankBoundFn, RootSearch
+
+__all__ = ["SnapshotEngine", "PLACEMENT_BUDGET"]
+
+# At most this many group placements (candidates x search slots) are generated per search,
+# whatever max_allocation_candidates says: a candidate of 500 groups weighs 500 of 1-group ones.
+PLACEMENT_BUDGET = 2_000_000
+
+
+class SnapshotEngine:
+    """``CandidateEngine`` over snapshots from ``source``.
+
+    * ``randomize``: shuffle root order (Placement's ``randomize_allocation_candidates``);
+    * ``max_candidates``: Placement's ``[placement] max_allocation_candidates``: at most this
+      many candidates are generated per search (``None`` or negative: no cap but
+      ``PLACEMENT_BUDGET``); past it the answer is truncated, as Placement truncates, and
+      ``result.stats.cap_hit`` is set;
+    * ``strategy``: Placement's ``allocation_candidates_generation_strategy``: ``depth-first``
+      (every candidate of a root before the next root) or ``breadth-first`` (round robin over
+      roots: one candidate of each viable root before a second of any), for unranked searches.
+    """
+
+    def __init__(
+        self,
+        source: FleetSource,
+        *,
+        randomize: bool = False,
+        max_candidates: int | None = None,
+        strategy: GenerationStrategy = "depth-first",
+    ) -> None:
+        self.source = source
+        self.randomize = randomize
+        self.max_candidates = (
+            max_candidates if max_candidates is not None and max_candidates >= 0 else None
+        )
+        if strategy not in ("depth-first", "breadth-first"):
+            raise ValueError(f"unknown generation strategy {strategy!r}")
+        self.strategy: GenerationStrategy = strategy
+        self.caches: dict[str, object] = {}
+
+    def snapshot(self) -> FleetSnapshot:
+        """The source's snapshot as of this call (fresh: reflects every committed write)."""
+        return self.source.snapshot()
+
+    def search(self, query: CandidateQuery, **options: Unpack[SearchOptions]) -> CandidateResult:
+        """Candidates for ``query``: at most ``limit`` (default ``query.limit``), best first
+        (options: ``SearchOptions``).
+
+        A ranked search ranks one candidate per ordering class (``rank`` and ``accept`` must
+        not depend on how interchangeable groups are ordered among themselves: the NUMA ranks
+        do not) and keeps at most ``limit`` per root, so ``limit`` bounds its memory and the
+        cap bounds its work. ``result.stats`` tells what the search did.
+
+        Raises ``BadRequest`` for unknown resource classes or traits (``check_names``).
+        """
+        fleet = options.get("fleet")
+        limit = options.get("limit")
+        if fleet is None:
+            fleet = self.source.snapshot()
+        check_names(query, fleet)
+        if limit is None:
+            limit = query.limit
+        plan = plan_query(fleet, query)
+        budget = PLACEMENT_BUDGET // max(1, len(plan.slots))
+        cap = budget if self.max_candidates is None else min(self.max_candidates, budget)
+        counter = Counter(cap)
+        found: list[Candidate] = []
+        if limit is None or limit > 0:
+            stream = _Stream(
+                self,
+                plan,
+                counter,
+                nested_aware=options.get("nested_aware", True),
+                accept=options.get("accept"),
+                orderings=options.get("orderings", True),
+            )
+            candidates = stream.run(
+                options.get("rank"),
+                options.get("rank_bound"),
+                options.get("roots"),
+                diversify=options.get("diversify", False),
+                strategy=options.get("strategy") or self.strategy,
+                need=limit,
+            )
+            for candidate in candidates:
+                found.append(candidate)
+                if limit is not None and len(found) >= limit:
+                    break
+        stats = SearchStats(
+            returned=len(found),
+            generated=counter.generated,
+            roots_visited=counter.roots,
+            cap_hit=counter.cap_hit,
+        )
+        return CandidateResult(found, fleet, stats)
+
+
+class _Stream:
+    """One search's candidates, root by root: filtered (pre-1.29 nesting, ``accept``), counted
+    against the cap, deduplicated across anchors (sharing providers), in engine order."""
+
+    def __init__(
+        self,
+        engine: SnapshotEngine,
+        plan: QueryPlan,
+        counter: Counter,
+        *,
+        nested_aware: bool,
+        accept: Callable[[Candidate], bool] | None,
+        orderings: bool,
+    ) -> None:
+        self.engine = engine
+        self.plan = plan
+        self.fleet = plan.fleet
+        self.counter = counter
+        self.exclude_nested = not nested_aware and plan.fleet.has_trees
+        self.accept = accept
+        self.orderings = orderings
+        self.searcher = RootSearch(plan)
+        self.seen: set[tuple[object, ...]] = set()
+
+    def run(
+        self,
+        rank: RankFn | None,
+        rank_bound: RankBoundFn | None,
+        only_roots: Collection[str] | None,
+        *,
+        diversify: bool,
+        strategy: GenerationStrategy,
+        need: int | None,
+    ) -> Iterator[Candidate]:
+        """The candidates in engine order (see ``SnapshotEngine.search``)."""
+        fleet = self.fleet
+        roots: Iterable[int] = candidate_roots(self.plan)
+        if only_roots is not None:
+            allowed = {fleet.index_by_uuid.get(u, -1) for u in only_roots}
+            roots = (r for r in roots if r in allowed)
+        if self.engine.randomize:
+            roots = list(roots)
+            random.shuffle(roots)
+        if rank is None:
+            if strategy == "breadth-first":
+                yield from round_robin(self.per_root(root) for root in roots)
+                return
+            for root in roots:
+                yield from self.per_root(root)
+                if self.counter.cap_hit:
+                    return
+            return
+        yield from merge_ranked(
+            self.searcher,
+            roots,
+            lambda root: self.ranked_root(root, rank, need),
+            rank_bound if not self.engine.randomize else None,
+            diversify=diversify,
+            counter=self.counter,
+        )
+
+    def bases(self, root: int, every_ordering: bool = False) -> Iterator[Candidate]:
+        """The root's candidates, one per ordering class (all with ``every_ordering``),
+        filtered (nested, accept)."""
+        counter, accept, providers = self.counter, self.accept, self.fleet.providers
+        counter.roots += 1
+        for candidate in self.searcher.candidates(root, orderings=every_ordering):
+            if not counter.take():
+                return
+            if self.exclude_nested:
+                owners = [providers[p].root for p, _, _ in candidate.allocations]
+                if len(set(owners)) != len({p for p, _, _ in candidate.allocations}):
+                    continue
+            if accept is not None and not accept(candidate):
+                continue
+            yield candidate
+
+    def unique(self, root: int, candidates: Iterable[Candidate]) -> Iterator[Candidate]:
+        """Drop candidates already found from another anchor (sharing providers only)."""
+        if root not in self.fleet.roots_with_sharing:
+            yield from candidates
+            return
+        providers, seen = self.fleet.providers, self.seen
+        for candidate in candidates:
+            if any(
+                providers[p].root != root or providers[p].sharing for p in candidate.providers()
+            ):
+                key = candidate.key()
+                if key in seen:
+                    continue
+                seen.add(key)
+            yield candidate
+
+    def every(self, base: Candidate) -> Iterator[Candidate]:
+        """``base`` and (with ``orderings``) its reorderings, each counted."""
+        if not self.orderings:
+            yield base
+            return
+        first = True
+        for candidate in self.searcher.orderings(base):
+            if not first and not self.counter.take():
+                return
+            first = False
+            yield candidate
+
+    def per_root(self, root: int) -> Iterator[Candidate]:
+        """An unranked root's candidates (every ordering with ``orderings``)."""
+        return self.unique(root, self.bases(root, self.orderings))
+
+    def ranked_root(
+        self, root: int, rank: RankFn, need: int | None
+    ) -> Iterator[tuple[Any, Candidate]]:
+        """``(key, candidate)`` of one root in rank order (ties: search order); at most
+        ``need`` ranked classes kept (all when the root may share candidates)."""
+        fleet = self.fleet
+        keyed: Iterator[tuple[Any, float, Candidate]] = (
+            (rank(c, fleet), n, c) for n, c in enumerate(self.bases(root))
+        )
+        if self.engine.randomize:
+            keyed = ((key, random.random(), c) for key, _, c in keyed)
+        if need is not None and root not in fleet.roots_with_sharing:
+            ranked = heapq.nsmallest(need, keyed, key=_first_two)
+        else:
+            ranked = sorted(keyed, key=_first_two)
+        for key, _, base in ranked:
+            for candidate in self.unique(root, self.every(base)):
+                yield key, candidate
+
+
+def _first_two(item: tuple[Any, float, Candidate]) -> tuple[Any, float]:
+    return item[0], item[1]
