@@ -63,6 +63,12 @@ def test_wheel_serves_from_an_empty_directory(tmp_path: Path, postgresql: TestDa
         check=True,
     )
     (wheel,) = wheels.glob("placement_numa-*.whl")
+    # The top-level migrations/ folder ships inside the package (setup.py's package_dir).
+    import zipfile
+
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert "placement_numa/migrations/env.py" in names
+    assert "placement_numa/migrations/versions/0001_initial.py" in names
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(wheel)], check=True)

@@ -1,5 +1,6 @@
-"""Apply the alembic migrations shipped inside the package (``placement_numa/migrations``,
-found with ``importlib.resources``, so an installed wheel migrates from any directory).
+"""Apply the alembic migrations: the top-level ``migrations/`` folder of a checkout, shipped in
+the wheel as ``placement_numa/migrations`` (setup.py maps it; found with ``importlib.resources``,
+so an installed wheel migrates from any directory).
 
 Before touching a schema, ``upgrade`` looks at what ``alembic_version`` holds: a revision of
 OpenStack Placement's chain (both projects use that table) or one unknown to us raises
@@ -44,11 +45,13 @@ class ForeignSchema(RuntimeError):
 
 
 def default_migrations_dir() -> Path:
-    """The alembic script directory shipped in the package (``placement_numa/migrations``).
-
-    The wheel installs it as plain files, so the path is a real directory alembic can read.
-    """
-    return Path(str(files("placement_numa") / "migrations"))
+    """The alembic script directory: ``placement_numa/migrations`` in an installed wheel (plain
+    files, a real directory alembic can read), else ``migrations/`` of the checkout this
+    package runs from (an editable install or the source tree)."""
+    installed = Path(str(files("placement_numa") / "migrations"))
+    if (installed / "env.py").exists():
+        return installed
+    return Path(__file__).resolve().parents[2] / "migrations"
 
 
 def alembic_config(database_url: str, migrations_dir: Path | None = None) -> Config:
