@@ -31,6 +31,7 @@ extensions = [
     "oslo_references",
     "openapi_reference",
     "settings_reference",
+    "cli_reference",
 ]
 
 # oslo.config and oslo.policy: etc/'s generator files (or ones written from the entry points).
@@ -62,3 +63,4 @@ html_title = "placement-numa"
 master_doc = "index"
 exclude_patterns = ["_build", "**/_include/*"]
 highlight_language = "none"
+smartquotes = False  # options such as --config-file stay as typed
