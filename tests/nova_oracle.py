@@ -13,6 +13,12 @@ Input::
               "cpu_allocation_ratio": r, "ram_allocation_ratio": r}
     FLAVOR = {"vcpus", "memory_mb", "extra_specs": {...}}
 
+PCI (issue 22, optional): HOST may carry ``"pci": [{"address", "vendor_id", "product_id",
+"numa_node": int | null}, ...]`` (whole devices, type-PCI) and its cells a ``"socket"``; FLAVOR
+may carry ``"pci_requests": [{"count", "vendor_id", "product_id", "numa_policy"}, ...]``. Nova
+then fits with ``pci_requests`` and a ``PciDeviceStats`` built from the devices (a device spec
+per vendor/product), as the NUMATopologyFilter and PciPassthroughFilter do.
+
 Output::
 
     {"pairs": [{"fits": bool | null, "error": "<Nova exception class>" | null,
@@ -48,7 +54,7 @@ def _host(objects: Any, data: dict[str, Any]) -> Any:
                 siblings=[set(s) for s in cell["siblings"]],
                 mempages=[objects.NUMAPagesTopology(**page) for page in cell["mempages"]],
                 network_metadata=objects.NetworkMetadata(physnets=set(), tunneled=False),
-                socket=0,
+                socket=cell.get("socket", 0),
             )
         )
     return objects.NUMATopology(cells=cells)
@@ -76,7 +82,10 @@ def _pair(hardware: Any, objects: Any, pair: dict[str, Any]) -> dict[str, Any]:
         cpu_allocation_ratio=pair["host"]["cpu_allocation_ratio"],
         ram_allocation_ratio=pair["host"]["ram_allocation_ratio"],
     )
-    fitted = hardware.numa_fit_instance_to_host(host, constraints, None, limits=limits)
+    pci_requests, pci_stats = _pci(objects, host, pair)
+    fitted = hardware.numa_fit_instance_to_host(
+        host, constraints, None, limits=limits, pci_requests=pci_requests, pci_stats=pci_stats
+    )
     cells = [cell.id for cell in fitted.cells] if fitted is not None else None
     verified = cells is None or _verify(hardware, objects, pair, flavor, image, cells, limits)
     return {
@@ -86,6 +95,49 @@ def _pair(hardware: Any, objects: Any, pair: dict[str, Any]) -> dict[str, Any]:
         "numa": True,
         "verified": verified,
     }
+
+
+def _pci(objects: Any, host: Any, pair: dict[str, Any]) -> tuple[Any, Any]:
+    """``(pci_requests, pci_stats)`` of the pair, or ``(None, None)`` without PCI requests."""
+    wanted = pair["flavor"].get("pci_requests") or []
+    if not wanted:
+        return None, None
+    import uuid
+
+    from nova.pci import stats, whitelist
+
+    devices = pair["host"].get("pci") or []
+    kinds = sorted({(d["vendor_id"], d["product_id"]) for d in devices})
+    specs = [json.dumps({"vendor_id": v, "product_id": p}) for v, p in kinds]
+    pool = stats.PciDeviceStats(host, dev_filter=whitelist.Whitelist(specs))
+    for n, device in enumerate(devices):
+        pool.add_device(
+            objects.PciDevice(
+                compute_node_id=1,
+                address=device["address"],
+                vendor_id=device["vendor_id"],
+                product_id=device["product_id"],
+                dev_type="type-PCI",
+                status="available",
+                numa_node=device["numa_node"],
+                dev_id=f"pci_{n}",
+                label=f"label_{device['vendor_id']}_{device['product_id']}",
+                parent_addr=None,
+                request_id=None,
+                extra_info={},
+            )
+        )
+    requests = [
+        objects.InstancePCIRequest(
+            count=r["count"],
+            spec=[{"vendor_id": r["vendor_id"], "product_id": r["product_id"]}],
+            numa_policy=r["numa_policy"],
+            alias_name=f"a{n}",
+            request_id=str(uuid.uuid4()),
+        )
+        for n, r in enumerate(wanted)
+    ]
+    return objects.InstancePCIRequests(requests=requests).requests, pool
 
 
 def _verify(

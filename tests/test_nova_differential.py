@@ -35,7 +35,7 @@ from placement_numa.numa.cpu_spec import CpuSpecError, parse_cpu_spec
 from tests.backends import in_ci
 from tests.conftest import PlacementAPI
 from tests.nova_differences import DIFFERENCES, Case, classify, readme_table
-from tests.nova_pairs import HostSpec, random_flavor, random_host
+from tests.nova_pairs import CellSpec, HostSpec, random_flavor, random_host
 
 V = "1.39"
 ROOT = Path(__file__).resolve().parent.parent
@@ -221,6 +221,43 @@ def test_numa_fit_agrees_with_nova(
             "numa_cpus", "numa_mem", "nova-fits", "nova-does-not-fit", "nova-refuses",
         ):  # fmt: skip
             assert coverage[feature] > 0, feature
+
+
+def test_mixed_guest_on_pcpu_only_cells_is_the_documented_difference(
+    api: PlacementAPI, nova: str
+) -> None:
+    """The open difference of issue 22, settled: ``mixed`` with ``hw:cpu_dedicated_mask=0-1,3``
+    over 4 guest cells on an 8-cell host whose cells have only ``PCPU``. Nova's
+    ``numa_fit_instance_to_host`` answers a fit (guest cell 2, one shared CPU, on a host cell),
+    yet Nova's own ``_numa_fit_instance_cell`` refuses that pair when asked afresh: it checks
+    the shared CPUs of a ``mixed`` cell against the host cell's ``cpuset``, empty here. The fit
+    comes from Nova's permutation cache (row ``fit-cache-ids``); we answer no candidate, as
+    Nova's per-cell rule does."""
+    cells = [
+        CellSpec(
+            id=i, dedicated=list(range(4 * i, 4 * i + 4)), shared=[], siblings=[], small_mb=4096
+        )
+        for i in range(8)
+    ]
+    for cell in cells:
+        cell.siblings = [[cpu] for cpu in cell.dedicated]
+    spec = HostSpec("mixed-pcpu-only", cells, smt=False, ram_ratio=1.0, cpu_ratio=1.0)
+    flavor = {
+        "vcpus": 4,
+        "memory_mb": 4096,
+        "extra_specs": {
+            "hw:numa_nodes": "4",
+            "hw:cpu_policy": "mixed",
+            "hw:cpu_dedicated_mask": "0-1,3",
+        },
+    }
+    seed_host(api, spec, "CUSTOM_DIFF_MIXED", set())
+    answer = ask_nova(nova, {"pairs": [{"host": spec.nova_host(), "flavor": flavor}]})["pairs"][0]
+    fits, error = ours(api, flavor, "CUSTOM_DIFF_MIXED")
+    assert answer["fits"] is True and answer["error"] is None
+    assert answer["verified"] is False  # Nova's own per-cell check refuses its answer
+    assert (fits, error) == (False, None)
+    assert classify(Case(spec, flavor, answer, fits, error)) == "fit-cache-ids"
 
 
 def _features(

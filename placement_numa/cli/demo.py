@@ -275,10 +275,12 @@ def load_host(send: Send, host: HostShape) -> dict[str, Any]:
     for cell in host.cells:
         cell_uuid, cgen = _provider(send, f"{host.name}_NUMA{cell.id}", root)
         cpu: dict[str, dict[str, Any]] = {}
+        # max_unit = total, as the agent reports them: a guest cell never overcommits one host
+        # cell's CPUs against itself (Nova's _numa_fit_instance_cell)
         if cell.pcpu:
-            cpu["PCPU"] = {"total": cell.pcpu}
+            cpu["PCPU"] = {"total": cell.pcpu, "max_unit": cell.pcpu}
         if cell.vcpu:
-            cpu["VCPU"] = {"total": cell.vcpu, "allocation_ratio": 4.0}
+            cpu["VCPU"] = {"total": cell.vcpu, "max_unit": cell.vcpu, "allocation_ratio": 4.0}
         cgen = _inventories(send, cell_uuid, cgen, cpu)
         _traits(send, cell_uuid, cgen, ["HW_NUMA_ROOT"])
         cells[cell.id] = cell_uuid
