@@ -98,6 +98,8 @@ def _fields(
         resolved = _resolve(sub, document)
         description = resolved.get("description", sub.get("description", ""))
         if "default" in sub and sub["default"] is not None:
+            if description and not description.rstrip().endswith((".", ")", ":")):
+                description += "."
             description = f"{description} Default: ``{json.dumps(sub['default'])}``.".strip()
         yield f"{prefix}{name}", _type(sub, document), name in required, since, description
         yield from _fields(sub, document, f"{prefix}{name}.", since, depth + 1)
@@ -142,9 +144,9 @@ def _operation(path: str, method: str, op: dict[str, Any], document: dict[str, A
     if params:
         lines += _table(
             "Parameters",
-            ["name", "in", "required", "type", "since", "description"],
+            ["name", "in", "req.", "type", "since", "description"],
             params,
-            "14 7 7 10 7 55",
+            "16 8 6 11 7 52",
         )
     body = op.get("requestBody", {}).get("content", {}).get("application/json", {})
     if "schema" in body:
@@ -158,9 +160,9 @@ def _operation(path: str, method: str, op: dict[str, Any], document: dict[str, A
         if rows:
             lines += _table(
                 "Request body fields",
-                ["field", "type", "required", "since", "description"],
+                ["field", "type", "req.", "since", "description"],
                 rows,
-                "22 14 7 7 50",
+                "24 14 6 7 49",
             )
     responses = []
     for status, response in sorted(op.get("responses", {}).items()):
