@@ -6,7 +6,10 @@ import argparse
 import os
 from typing import Any
 
-__all__ = ["register"]
+__all__ = ["register", "WORKER_READY_TIMEOUT"]
+
+# Seconds a replacement worker may take to start after SIGHUP (several workers).
+WORKER_READY_TIMEOUT = 120
 
 
 def register(subparsers: Any) -> None:
@@ -85,18 +88,58 @@ def run(args: argparse.Namespace) -> int:
 
         load_when_up(f"http://{settings.host}:{settings.port}")
     os.environ[ENV_HEADER_TIMEOUT] = str(settings.header_read_timeout)
-    uvicorn.run(
-        "placement_numa.app:app_from_env",
-        factory=True,
-        host=settings.host,
-        port=settings.port,
-        workers=settings.workers,
-        log_level=settings.log_level,
-        access_log=not settings.access_log,  # ours (placement_numa.access) replaces uvicorn's
-        http=GuardedHttpToolsProtocol,  # header read timeout (cli/http_timeouts.py)
-        timeout_keep_alive=max(1, round(settings.keep_alive_timeout)),
-    )
+    options: dict[str, Any] = {
+        "host": settings.host,
+        "port": settings.port,
+        "log_level": settings.log_level,
+        "access_log": not settings.access_log,  # ours (placement_numa.access) replaces uvicorn's
+        "http": GuardedHttpToolsProtocol,  # header read timeout (cli/http_timeouts.py)
+        "timeout_keep_alive": max(1, round(settings.keep_alive_timeout)),
+    }
+    if settings.workers > 1:
+        # uvicorn's supervisor answers SIGHUP: each worker replaced once its successor is ready.
+        # A worker loads its fleet snapshot before it is ready: give it time (uvicorn's 5 s is
+        # short on a busy host; a successor not ready in time aborts the restart, old kept).
+        uvicorn.run(
+            "placement_numa.app:app_from_env",
+            factory=True,
+            workers=settings.workers,
+            timeout_worker_healthcheck=WORKER_READY_TIMEOUT,
+            **options,
+        )
+    else:
+        _serve_one_process(options)
     return 0
+
+
+def _serve_one_process(options: dict[str, Any]) -> None:
+    """One uvicorn server in this process; SIGHUP reloads configuration, policy and logging
+    (``placement_numa.reload``) while it keeps serving."""
+    import signal
+
+    import uvicorn
+    from fastapi import FastAPI
+
+    from placement_numa.app import app_from_env
+    from placement_numa.reload import reload_in_background
+
+    built: list[FastAPI] = []
+
+    def factory() -> FastAPI:
+        built.append(app_from_env())
+        return built[-1]
+
+    def on_hangup(signum: int, frame: object) -> None:
+        if built:
+            reload_in_background(built[-1])
+
+    signal.signal(signal.SIGHUP, on_hangup)
+    server = uvicorn.Server(uvicorn.Config(factory, factory=True, **options))
+    server.run()
+    if not server.started:  # uvicorn logged why (address in use, a failing start-up)
+        from placement_numa.cli.failures import EXIT_FAILED, CommandError
+
+        raise CommandError("the server did not start", EXIT_FAILED)
 
 
 def _multiprocess_metrics_dir() -> None:
