@@ -36,6 +36,7 @@ from placement_numa.api.routers import ROUTERS
 from placement_numa.conf import load_config
 from placement_numa.db import migrate
 from placement_numa.db.database import Database
+from placement_numa.db.foreign_writes import ForeignWriteWatcher
 from placement_numa.db.migration_lock import migration_lock
 from placement_numa.db.resilience import DatabaseOptions
 from placement_numa.db.standard_names import sync_standard_names
@@ -115,10 +116,19 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
 
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """Worker start: load the fleet snapshot before serving (``Settings.preload_fleet``)."""
+    """Worker start: load the fleet snapshot before serving (``Settings.preload_fleet``), and
+    watch for writes made around us (``db.foreign_writes``; PostgreSQL and MariaDB, the
+    databases another Placement can share) while serving."""
     if getattr(app.state.settings, "preload_fleet", False):
         preload_fleet(app)
+    watcher = None
+    staleness = getattr(app.state.settings, "foreign_write_staleness", 0)
+    if staleness > 0 and app.state.database.dialect != "sqlite":
+        watcher = ForeignWriteWatcher(app.state.database, max(0.25, staleness / 2))
+        watcher.start()
     yield
+    if watcher is not None:
+        watcher.stop()
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
