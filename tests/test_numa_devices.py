@@ -341,8 +341,8 @@ def test_none_policy_no_alignment(dapi: PlacementAPI) -> None:
     found = candidates(
         dapi, {"pci_passthrough:alias": "strict:1"}, topology_policy="none", diversify=False
     )
-    assert sorted(placed(found)) == [("a", [0], [1]), ("a", [1], [1])]
-    assert all(r["numa"]["aligned"] for r in found)
+    assert placed(found) == [("a", [1], [1]), ("a", [0], [1])]  # KEP-3545 counts the device
+    assert [r["numa"]["aligned"] for r in found] == [True, False]
 
 
 def test_average_distance_counts_device_cells(dapi: PlacementAPI) -> None:

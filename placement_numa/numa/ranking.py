@@ -45,7 +45,8 @@ class HostCells:
 class NumaScore:
     """A candidate's NUMA score: the cells CPUs and memory come from, width, average distance
     (over those cells and the devices' cells), spread, the devices' cells (``None``: a device
-    under the compute node) and whether every device sits on one of ``cells``."""
+    under the compute node), whether every device sits on one of ``cells`` and whether that
+    counts in the rank (not under ``topology_policy=none``)."""
 
     cells: CellSet
     width: int
@@ -53,6 +54,7 @@ class NumaScore:
     spread: float
     device_cells: tuple[int | None, ...] = ()
     aligned: bool = True
+    rank_alignment: bool = True
 
 
 def score(
@@ -65,14 +67,14 @@ def score(
     """Score a candidate using ``used_cpus`` (cell id -> CPUs taken there; cells with 0 CPUs
     but memory count too, so list every cell used) and ``device_cells`` (the cell of each PCI
     device taken, ``None`` for one under the compute node). ``align_devices`` false (
-    ``topology_policy=none``): every candidate counts as aligned."""
+    ``topology_policy=none``): alignment is reported but not ranked."""
     cells = CellSet.from_iterable(used_cpus)
     free_after: Sequence[int] = [
         free - used_cpus.get(cell, 0) for cell, free in sorted(host.free_cpus.items())
     ]
     placed = [c for c in device_cells if c is not None]
     every = CellSet.from_iterable([*used_cpus, *placed]) if placed else cells
-    aligned = not align_devices or all(c is not None and c in used_cpus for c in device_cells)
+    aligned = all(c is not None and c in used_cpus for c in device_cells)
     return NumaScore(
         cells,
         width(cells),
@@ -80,6 +82,7 @@ def score(
         spread(free_after),
         tuple(device_cells),
         aligned,
+        align_devices,
     )
 
 
@@ -87,7 +90,8 @@ def rank_key(numa: NumaScore, *, prefer_closest: bool = True) -> tuple[object, .
     """The sort key of rules 1-5 (smaller is better). Rule 1's flag leads the key only for a
     candidate with devices (every candidate of one query has them or none has), so the keys of
     device-less queries keep the width first, as ``rank_bound`` reads them."""
-    head: tuple[object, ...] = ((0 if numa.aligned else 1),) if numa.device_cells else ()
+    unaligned = numa.rank_alignment and not numa.aligned
+    head: tuple[object, ...] = ((1 if unaligned else 0),) if numa.device_cells else ()
     return head + (
         numa.width,
         round(numa.average_distance, 9) if prefer_closest else 0.0,
