@@ -25,12 +25,13 @@ from placement_numa.api.deps import check_accept
 from placement_numa.api.docs import install_docs
 from placement_numa.api.engine_dep import preload_fleet
 from placement_numa.api.errors import install_error_handlers
-from placement_numa.api.healthcheck import HealthcheckMiddleware
+from placement_numa.api.healthcheck import HealthcheckMiddleware, health_backends
 from placement_numa.api.middleware import PlacementMiddleware
 from placement_numa.api.observability import install_observability
 from placement_numa.api.openapi_doc import complete_document
 from placement_numa.api.openapi_microversions import annotate_operations
 from placement_numa.api.policy import enforce_policy, make_enforcer
+from placement_numa.api.proxy_headers import ProxyHeadersMiddleware, proxy_filter
 from placement_numa.api.request_guard import RequestGuardMiddleware
 from placement_numa.api.routers import ROUTERS
 from placement_numa.conf import load_config
@@ -41,6 +42,7 @@ from placement_numa.db.migration_lock import migration_lock
 from placement_numa.db.resilience import DatabaseOptions
 from placement_numa.db.standard_names import sync_standard_names
 from placement_numa.db.upstream_options import warn_ignored_options
+from placement_numa.observability.logs import setup_service_logging
 from placement_numa.settings import Settings
 
 __all__ = ["create_app", "app_from_env", "prepare_database", "build_openapi", "database_for"]
@@ -169,14 +171,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         max_query_length=settings.max_query_string_length,
         body_timeout=settings.body_read_timeout,
     )
-    app.add_middleware(
-        PlacementMiddleware, authenticator=make_authenticator(settings.auth_strategy, conf)
+    app.state.authenticator = make_authenticator(settings.auth_strategy, conf)
+    app.add_middleware(PlacementMiddleware, authenticator=app.state.authenticator)
+    app.add_middleware(  # before auth
+        HealthcheckMiddleware, retry_after=settings.retry_after, backends=health_backends(conf)
     )
-    app.add_middleware(HealthcheckMiddleware, retry_after=settings.retry_after)  # before auth
     cors = cors_filter(conf)
     if cors is not None:
         app.add_middleware(CORSMiddleware, filter=cors)  # sees every response but /metrics
-    install_observability(app, settings)  # outermost: request ids, access log, /metrics
+    install_observability(app, settings)  # request ids, access log, /metrics
+    proxy = proxy_filter(conf)
+    if proxy is not None:  # outermost: [oslo_middleware] enable_proxy_headers_parsing
+        app.add_middleware(ProxyHeadersMiddleware, proxy=proxy)
 
     def _openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
@@ -188,5 +194,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
 
 def app_from_env() -> FastAPI:
-    """uvicorn factory for worker processes: settings from the environment."""
-    return create_app(Settings())
+    """uvicorn factory for worker processes: settings from the environment; logging set up
+    from its placement.conf (oslo.log) before the app is built."""
+    settings = Settings()
+    setup_service_logging(settings)
+    return create_app(settings)

@@ -146,7 +146,10 @@ def load_config(config_file: Path | str | None) -> cfg.ConfigOpts:
     register their own sections on the same object. Raises ``ConfigFileError`` when the file
     cannot be read.
     """
+    from placement_numa.observability.logs import register_options as register_log_options
+
     conf = cfg.ConfigOpts()
+    register_log_options(conf)  # oslo.log's [DEFAULT] options (debug, log_file, use_json, ...)
     for section, opts in list_opts():
         conf.register_opts(opts, group=section)
     files = [str(config_file)] if config_file is not None else []

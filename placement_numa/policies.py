@@ -31,6 +31,7 @@ from oslo_policy import policy
 __all__ = [
     "ADMIN_OR_SERVICE",
     "ADMIN_OR_PROJECT_READER_OR_SERVICE",
+    "METRICS",
     "SERVICE",
     "list_rules",
     "route_rules",
@@ -41,6 +42,7 @@ SERVICE = "rule:service_api"
 ADMIN_OR_PROJECT_READER_OR_SERVICE = "rule:admin_or_project_reader_or_service_api"
 
 _PROJECT = ["project"]
+METRICS = "placement:metrics"  # /metrics (api/observability.py); not an API route
 
 # Placement names its deprecated base check "rule:admin_api" (a name no policy file uses), so a
 # file can only override the new names; kept as is for the same behaviour.
@@ -357,7 +359,18 @@ def list_rules() -> list[policy.RuleDefault]:
         )
         for name, check_str, description, operations in _API_RULES
     ]
-    return [*copy.deepcopy(_BASE_RULES), *documented]
+    metrics = policy.DocumentedRuleDefault(
+        name=METRICS,
+        check_str="rule:admin_api",
+        description=(
+            "Read the Prometheus metrics (extension): request and search latencies, pool use,"
+            " the fleet's free capacity per NUMA cell. [metrics] token is an alternative for"
+            " scrapers."
+        ),
+        operations=[{"method": "GET", "path": "/metrics"}],
+        scope_types=["project", "system"],
+    )
+    return [*copy.deepcopy(_BASE_RULES), *documented, metrics]
 
 
 def route_rules() -> dict[tuple[str, str], str]:

@@ -34,7 +34,7 @@ def reload_configuration(app: FastAPI) -> bool:
     previous configuration kept. Never raises.
     """
     from placement_numa.api.policy import make_enforcer
-    from placement_numa.observability.logs import configure_logging
+    from placement_numa.observability.logs import setup_service_logging
     from placement_numa.settings import Settings
 
     settings = app.state.settings
@@ -48,7 +48,11 @@ def reload_configuration(app: FastAPI) -> bool:
         LOG.error("reload refused, configuration unchanged: %s", exc)
         return False
     app.state.enforcer = enforcer
-    configure_logging(fresh.log_level, json_lines=fresh.log_json)
+    try:  # oslo.log from the re-read [DEFAULT] (a new log_file, debug, use_json, ...)
+        setup_service_logging(fresh, conf)
+    except Exception as exc:  # e.g. a log file that cannot be opened: keep the old handlers
+        LOG.error("logging not reloaded: %s", exc)
+        return False
     LOG.info("reloaded configuration, policy and logging (SIGHUP)")
     return True
 

@@ -93,7 +93,13 @@ class Settings(BaseSettings):
         default=None,
         description="Alembic script directory; the package's own migrations/ by default.",
     )
-    log_level: str = Field(default="info", description="Log level of the service's loggers.")
+    log_level: str = Field(
+        default="info",
+        description=(
+            "Deprecated (PLACEMENT_NUMA_LOG_LEVEL): use oslo.log's [DEFAULT] debug. When set,"
+            " debug overrides [DEFAULT] debug; warning or error raise the root level."
+        ),
+    )
 
     # --- authentication, policy, CORS (issue 9) ---
     # [keystone_authtoken], [oslo_policy] and [cors] belong to their libraries (keystonemiddleware,
@@ -325,8 +331,10 @@ class Settings(BaseSettings):
     )
     log_json: bool = Field(
         default=False,
-        description="Write log lines as JSON objects (request_id and access-log fields as keys).",
-        json_schema_extra=conf_option("DEFAULT", "use_json"),
+        description=(
+            "Deprecated (PLACEMENT_NUMA_LOG_JSON): use oslo.log's [DEFAULT] use_json. When set,"
+            " it overrides use_json."
+        ),
     )
     access_log: bool = Field(
         default=True,

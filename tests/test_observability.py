@@ -78,7 +78,7 @@ def test_metrics_from_two_workers(tmp_path: Path) -> None:
                 r = client.get("/allocation_candidates?resources=VCPU:1&limit=1")
                 assert r.status_code == 200
                 sent += 5
-        text = httpx.get(url + "/metrics", timeout=30).text
+        text = httpx.get(url + "/metrics", headers=HEADERS, timeout=30).text
         log = service.log_text()
 
     samples = _samples(text)
@@ -139,8 +139,12 @@ def test_metrics_from_two_workers(tmp_path: Path) -> None:
     # access lines with request ids
     access = [line for line in log.splitlines() if "placement_numa.access" in line]
     assert len(access) >= sent
-    assert all(re.search(r"\[req-[0-9a-f-]{36}\]", line) for line in access)
-    assert any("/resource_providers/{uuid}" in line and "-> 404" in line for line in access)
+    # the version document needs no token: no user; every other line names the caller
+    ids = r"\[None req-[0-9a-f-]{36} "
+    assert all(re.search(ids + r"- - - ", x) for x in access if '"GET /"' in x)
+    odd = [x for x in access if '"GET /"' not in x and not re.search(ids + "admin admin ", x)]
+    assert not odd, odd[:3]
+    assert any('"GET /resource_providers/0000' in line and "status: 404" in line for line in access)
     assert "Traceback" not in log
 
 
@@ -149,27 +153,31 @@ def test_request_id_on_every_log_line_and_json(
 ) -> None:
     import logging
 
-    from placement_numa.observability.logs import JsonFormatter, RequestIdFilter
+    from oslo_log.formatters import JSONFormatter
 
-    caplog.handler.addFilter(RequestIdFilter())
+    from placement_numa.observability.logs import ContextFilter
+
+    caplog.handler.addFilter(ContextFilter())
     with caplog.at_level(logging.DEBUG, logger="placement_numa"):
         response = api.get("/resource_providers")
     request_id = response.headers["x-openstack-request-id"]
-    mine = [r for r in caplog.records if getattr(r, "request_id", "-") == request_id]
+    mine = [r for r in caplog.records if getattr(r, "context", None) is not None]
+    mine = [r for r in mine if r.context.request_id == request_id]
     assert mine, [r.getMessage() for r in caplog.records]
     access = [r for r in mine if r.name == "placement_numa.access"]
     assert len(access) == 1
-    line = json.loads(JsonFormatter().format(access[0]))
-    assert line["request_id"] == request_id
-    assert line["method"] == "GET" and line["route"] == "/resource_providers"
-    assert line["status"] == 200 and line["user_id"] == "admin"
-    assert isinstance(line["duration_ms"], float)
+    line = json.loads(JSONFormatter().format(access[0]))
+    assert line["context"]["request_id"] == request_id
+    assert line["context"]["user"] == "admin"
+    assert line["extra"]["method"] == "GET" and line["extra"]["route"] == "/resource_providers"
+    assert line["extra"]["status"] == 200
+    assert isinstance(line["extra"]["duration_ms"], float)
     # every record logged while the request ran carries its id
     during = [r for r in caplog.records if r.name.startswith("placement_numa")]
-    assert all(getattr(r, "request_id", None) == request_id for r in during)
+    assert all(r.context.request_id == request_id for r in during)
 
 
-def test_metrics_token(tmp_path: Path) -> None:
+def test_metrics_protected(tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
     from placement_numa.app import create_app
@@ -187,4 +195,12 @@ def test_metrics_token(tmp_path: Path) -> None:
         assert client.get("/metrics", headers={"authorization": "Bearer nope"}).status_code == 401
         ok = client.get("/metrics", headers={"authorization": "Bearer s3cret"})
         assert ok.status_code == 200 and "placement_numa_http_requests_total" in ok.text
+        # without the token: the caller's own token and the placement:metrics rule (admin)
+        admin = client.get("/metrics", headers={"x-auth-token": "admin"})
+        assert admin.status_code == 200 and "placement_numa_http_requests_total" in admin.text
+        member = client.get("/metrics", headers={"x-auth-token": "alice", "x-roles": "member"})
+        assert member.status_code == 403
+        error = member.json()["errors"][0]
+        assert "Policy does not allow placement:metrics to be performed." in error["detail"]
+        assert error["request_id"] == member.headers["x-openstack-request-id"]
     app.state.database.dispose()

@@ -9,6 +9,16 @@ So a preflight ``OPTIONS`` is answered 200 with the allowed origin, methods and 
 for a path the app would answer 405), a request from an allowed ``Origin`` gets
 ``Access-Control-Allow-Origin``, and other origins get no CORS header.
 
+Defaults are upstream Placement's (``placement.wsgi._set_middleware_defaults``, applied with
+oslo.middleware's ``cors.set_defaults`` before the file is read; ``set_middleware_defaults``
+here): ``allow_headers`` X-Auth-Token, X-Openstack-Request-Id, X-Identity-Status, X-Roles,
+X-Service-Catalog, X-User-Id, X-Tenant-Id, OpenStack-API-Version; ``expose_headers``
+X-Auth-Token, X-Openstack-Request-Id, X-Subject-Token, X-Service-Token, OpenStack-API-Version;
+``allow_methods`` GET, PUT, POST, DELETE, PATCH. So with only ``allowed_origin`` set, a browser
+client sending ``x-auth-token`` and ``openstack-api-version`` passes its preflight and reads
+``openstack-api-version`` and ``x-openstack-request-id`` from the answers. The file's values,
+when given, replace these lists.
+
 Without ``[cors] allowed_origin`` the middleware is not installed (``cors_middleware`` returns
 ``None``): the service behaves as without CORS (``OPTIONS`` answers 405).
 """
@@ -22,12 +32,49 @@ from oslo_config import cfg
 from oslo_middleware import cors
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["CORSMiddleware", "cors_filter"]
+__all__ = [
+    "ALLOW_HEADERS",
+    "ALLOW_METHODS",
+    "EXPOSE_HEADERS",
+    "CORSMiddleware",
+    "cors_filter",
+    "set_middleware_defaults",
+]
+
+ALLOW_HEADERS = [
+    "X-Auth-Token",
+    "X-Openstack-Request-Id",
+    "X-Identity-Status",
+    "X-Roles",
+    "X-Service-Catalog",
+    "X-User-Id",
+    "X-Tenant-Id",
+    "OpenStack-API-Version",
+]
+EXPOSE_HEADERS = [
+    "X-Auth-Token",
+    "X-Openstack-Request-Id",
+    "X-Subject-Token",
+    "X-Service-Token",
+    "OpenStack-API-Version",
+]
+ALLOW_METHODS = ["GET", "PUT", "POST", "DELETE", "PATCH"]
+
+
+def set_middleware_defaults() -> None:
+    """Upstream Placement's ``[cors]`` defaults (``ALLOW_HEADERS``, ``EXPOSE_HEADERS``,
+    ``ALLOW_METHODS``) through oslo.middleware's ``cors.set_defaults``, which changes the
+    defaults of its option objects for the process (as upstream does; the sample config
+    generator shows them when this is its ``oslo.config.opts.defaults`` hook)."""
+    cors.set_defaults(
+        allow_headers=ALLOW_HEADERS, expose_headers=EXPOSE_HEADERS, allow_methods=ALLOW_METHODS
+    )
 
 
 def cors_filter(conf: cfg.ConfigOpts) -> cors.CORS | None:
     """oslo.middleware's CORS filter configured from ``conf``'s ``[cors]``; ``None`` when no
     origin is allowed (CORS off)."""
+    set_middleware_defaults()
     conf.register_opts(cors.CORS_OPTS, "cors")
     if not conf.cors.allowed_origin:
         return None

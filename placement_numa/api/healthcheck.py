@@ -9,6 +9,11 @@ paste pipeline.
 
 Checks, in order (each a reason line):
 
+0. oslo.middleware's own healthcheck backends named in ``[healthcheck] backends``, with their
+   options: ``disable_by_file`` (``disable_by_file_path``: while that file exists the answer is
+   ``503 DISABLED BY FILE``, so an operator drains a worker before maintenance by touching a
+   file), ``disable_by_files_ports`` and ``enable_by_files``; a backend that says unavailable
+   ends the check with its reason;
 1. ``database: ok`` (one ``SELECT`` of the fleet revision through the worker's pool) or
    ``database: unavailable (<code>)``;
 2. ``fleet snapshot: revision N, P providers`` (this worker's candidate snapshot, refreshed to
@@ -16,6 +21,11 @@ Checks, in order (each a reason line):
    ``fleet snapshot: unavailable (<code>)``.
 
 A 503 carries ``Retry-After``. No hostnames, versions, URLs or credentials are shown.
+
+oslo.middleware's ``Healthcheck`` application itself is WSGI and knows nothing of this
+service's database and snapshot (its backends are stevedore plugins built from the
+configuration alone), so the response is made here in its format and its backends are run
+through their public ``healthcheck(server_port)`` method.
 """
 
 from __future__ import annotations
@@ -23,20 +33,61 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+import stevedore
+from oslo_config import cfg
+from oslo_middleware.healthcheck import Healthcheck
+from oslo_middleware.healthcheck import opts as health_opts
+from oslo_middleware.healthcheck.pluginbase import HealthcheckBaseExtension
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from placement_numa.errors import PlacementError
 
-__all__ = ["HealthcheckMiddleware", "PATH", "check"]
+__all__ = ["HealthcheckMiddleware", "PATH", "check", "health_backends"]
 
 PATH = "/healthcheck"
 
 
-def check(app: Any) -> tuple[bool, list[str]]:
-    """Run the checks against ``app`` (its ``state``); ``(healthy, reasons)``. Blocking (SQL):
-    call from a thread."""
+def health_backends(conf: cfg.ConfigOpts) -> list[HealthcheckBaseExtension]:
+    """oslo.middleware's healthcheck backends named in ``conf``'s ``[healthcheck] backends``
+    (their options registered on ``conf``), in that order; an unknown name is skipped with
+    stevedore's warning. Raises oslo.config's errors for a value that does not parse."""
+    conf.register_opts(health_opts.HEALTHCHECK_OPTS, group="healthcheck")
+    names = list(conf.healthcheck.backends)
+    if not names:
+        return []
+    manager: stevedore.NamedExtensionManager[HealthcheckBaseExtension] = (
+        stevedore.NamedExtensionManager(
+            Healthcheck.NAMESPACE,
+            names,
+            name_order=True,
+            invoke_on_load=True,
+            invoke_args=(conf, {}),
+        )
+    )
+    return [extension.obj for extension in manager if extension.obj is not None]
+
+
+def _backend_reasons(
+    backends: tuple[HealthcheckBaseExtension, ...], port: int
+) -> tuple[bool, list[str]]:
+    for backend in backends:
+        result = backend.healthcheck(port)
+        if not result.available:
+            return False, [str(result.reason)]
+    return True, []
+
+
+def check(
+    app: Any, backends: tuple[HealthcheckBaseExtension, ...] = (), port: int = 0
+) -> tuple[bool, list[str]]:
+    """Run the checks against ``app`` (its ``state``); ``(healthy, reasons)``. ``backends``:
+    oslo.middleware's (``health_backends``), given the server's ``port``. Blocking (SQL, file
+    checks): call from a thread."""
+    available, refused = _backend_reasons(backends, port)
+    if not available:
+        return False, refused
     from placement_numa.api.engine_dep import get_candidate_engine
     from placement_numa.db.repositories.fleet import current_revision
 
@@ -66,9 +117,16 @@ def check(app: Any) -> tuple[bool, list[str]]:
 class HealthcheckMiddleware:
     """See the module docstring. ``retry_after``: seconds, sent with a 503."""
 
-    def __init__(self, app: ASGIApp, *, retry_after: int = 2) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        retry_after: int = 2,
+        backends: list[HealthcheckBaseExtension] | None = None,
+    ) -> None:
         self.app = app
         self.retry_after = retry_after
+        self.backends = tuple(backends or ())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Answer ``/healthcheck``; pass everything else on."""
@@ -79,7 +137,10 @@ class HealthcheckMiddleware:
         if method not in ("GET", "HEAD"):
             await _send(send, 405, b"", "text/plain", [(b"allow", b"GET, HEAD")])
             return
-        healthy, reasons = await run_in_threadpool(check, scope["app"])
+        server = scope.get("server") or ("", 0)
+        healthy, reasons = await run_in_threadpool(
+            check, scope["app"], self.backends, int(server[1] or 0)
+        )
         accept = b""
         for key, value in scope["headers"]:
             if key.lower() == b"accept":

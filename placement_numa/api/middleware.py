@@ -2,9 +2,11 @@
 
 For every HTTP request it
 
-1. assigns ``req-<uuid4>`` (``scope["state"]["request_id"]``, header ``x-openstack-request-id``);
+1. takes the request id the observability middleware assigned (``scope["state"]["request_id"]``;
+   a new ``req-<uuid4>`` without it) and sends it as ``x-openstack-request-id``;
 2. authenticates with the app's ``Authenticator`` (``placement_numa.api.auth``; the caller's
-   ``RequestContext`` in ``scope["state"]["credentials"]``): 401 without a valid token;
+   ``RequestContext``, with the global request id, in ``scope["state"]["credentials"]`` and in
+   ``observability.logs.LOG_CONTEXT`` for the log lines): 401 without a valid token;
 3. negotiates the microversion (``scope["state"]["microversion"]``): 400/406 on a bad header;
 4. refuses a body without a content type (400);
 5. adds ``openstack-api-version: placement X.Y`` and ``vary: openstack-api-version`` to responses.
@@ -16,15 +18,16 @@ The ``Accept`` check (406 when JSON is excluded) is a dependency of GET routes
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
+from oslo_context.context import generate_request_id
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from placement_numa.api import microversion as mv
 from placement_numa.api.auth import PUBLIC_PATHS, Authenticator
 from placement_numa.api.responses import error_payload
 from placement_numa.errors import BadRequest, PlacementError
+from placement_numa.observability.logs import LOG_CONTEXT
 
 __all__ = ["PlacementMiddleware"]
 
@@ -56,7 +59,7 @@ class PlacementMiddleware:
             return
         state = scope.setdefault("state", {})
         # the observability middleware (outermost) may have assigned it already
-        request_id = state.get("request_id") or f"req-{uuid.uuid4()}"
+        request_id = state.get("request_id") or generate_request_id()
         headers = {
             key.decode("latin-1").lower(): value.decode("latin-1")
             for key, value in scope["headers"]
@@ -66,7 +69,10 @@ class PlacementMiddleware:
         version: mv.Microversion | None = None
         try:
             if scope["path"] not in PUBLIC_PATHS:
-                state["credentials"] = await self.authenticator.authenticate(headers, request_id)
+                context = await self.authenticator.authenticate(headers, request_id)
+                context.global_request_id = state.get("global_request_id")
+                state["credentials"] = context
+                LOG_CONTEXT.set(context)  # log lines name the caller from here on
             version = mv.parse_header(headers)
             state["microversion"] = version
             extra.append((b"openstack-api-version", f"{mv.SERVICE_TYPE} {version}".encode()))

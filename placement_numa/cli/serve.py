@@ -47,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
 
     from placement_numa.app import prepare_database
     from placement_numa.cli.http_timeouts import ENV_HEADER_TIMEOUT, GuardedHttpToolsProtocol
+    from placement_numa.observability.logs import setup_service_logging
     from placement_numa.settings import Settings
 
     overrides = {
@@ -64,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     if args.no_migrate:
         overrides["auto_migrate"] = False
     settings = Settings(**overrides)
+    setup_service_logging(settings)  # oslo.log from [DEFAULT]; uvicorn's loggers included
     if settings.auth_strategy == "keystone":
         from placement_numa.api.keystone import check_configured
         from placement_numa.cli.failures import EXIT_USAGE, CommandError
@@ -91,8 +93,10 @@ def run(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {
         "host": settings.host,
         "port": settings.port,
-        "log_level": settings.log_level,
+        "log_config": None,  # no handlers of its own: its loggers propagate to oslo.log's
+        "log_level": None,  # [DEFAULT] debug decides
         "access_log": not settings.access_log,  # ours (placement_numa.access) replaces uvicorn's
+        "proxy_headers": False,  # [oslo_middleware] enable_proxy_headers_parsing decides
         "http": GuardedHttpToolsProtocol,  # header read timeout (cli/http_timeouts.py)
         "timeout_keep_alive": max(1, round(settings.keep_alive_timeout)),
     }

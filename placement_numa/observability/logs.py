@@ -1,80 +1,173 @@
-"""Logs with request ids: every log record emitted while a request is served carries its
-``x-openstack-request-id`` (``request_id``; ``-`` outside requests), as text or JSON lines.
+"""Logging is oslo.log: the ``[DEFAULT]`` options every OpenStack service reads, request ids
+in each line of a request.
 
-``REQUEST_ID`` is a context variable set by the observability middleware for the duration of
-a request; it follows the request into the thread pool (sync routes), since Starlette runs
-them with the caller's context. ``configure_logging`` installs one stderr handler on the root
-logger (once per process) with ``RequestIdFilter`` and a text or ``JsonFormatter`` format.
+``register_options(conf)`` registers oslo.log's options (``debug``, ``log_file``, ``log_dir``,
+``use_syslog``, ``use_journal``, ``use_json``, ``use_stderr``, ``log_config_append``,
+``default_log_levels``, ``logging_context_format_string``, ``log_rotation_type``, ...) on the
+``ConfigOpts`` before it parses the file (``placement_numa.conf.load_config`` calls it, as
+upstream Placement's ``placement.conf.register_opts`` does). ``setup_logging(conf)`` then calls
+``oslo_log.log.setup``, which replaces the root logger's handlers: a file (``log_file`` /
+``log_dir``, watched, so logrotate works), stdout when no file is named (as upstream), syslog,
+journald, JSON lines with ``use_json``, or the operator's own ``log_config_append`` file. Every
+logger propagates to the root, so uvicorn's lines (``uvicorn.error``, and ``uvicorn.access``
+when it is on) go through the same handlers: ``placement-numa serve`` runs uvicorn with
+``log_config=None`` so it installs no handler of its own.
 
-Text lines: ``2026-11-22 17:00:00,000 INFO placement_numa.access [req-...] GET ... 200``.
-JSON lines: ``{"time", "level", "logger", "message", "request_id", ...}`` plus the access
-log's fields (``user_id``, ``project_id``, ``method``, ``route``, ``status``, ``duration_ms``).
+Request ids: oslo.log's ``ContextFormatter`` renders ``[%(global_request_id)s %(request_id)s
+%(user_identity)s]`` (its default ``logging_context_format_string``, which upstream Placement
+keeps) from the ``RequestContext`` of the record. oslo.context keeps "the current context" in a
+thread-local, which an asyncio server shares between all the requests of a worker; so the
+request's context lives in the context variable ``LOG_CONTEXT`` instead (it follows the request
+into the thread pool of sync routes, since Starlette copies the caller's context), and
+``ContextFilter``, on each root handler, hands it to the formatter as ``record.context``. A line
+of a request then reads (without and with Nova's global request id)::
+
+    2026-11-26 14:00:00.123 4242 INFO placement_numa.access [None req-6f1c... admin admin - - -
+    -] 127.0.0.1 "GET /resource_providers" status: 200 len: 312 microversion: 1.39 time: 0.0042
+    2026-11-26 14:00:00.123 4242 INFO placement_numa.access [req-9a0e... req-6f1c... nova
+    service - - - -] ...
+
+``reload_logging(conf)`` re-reads the configuration files and sets logging up again (for
+SIGHUP). The deprecated ``PLACEMENT_NUMA_LOG_JSON`` / ``PLACEMENT_NUMA_LOG_LEVEL`` environment
+variables still win over the file (``use_json``, ``debug``) and log a deprecation warning.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import sys
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING
+
+from oslo_config import cfg
+from oslo_context.context import RequestContext
+from oslo_log import log as oslo_logging
+
+if TYPE_CHECKING:
+    from placement_numa.settings import Settings
 
 __all__ = [
-    "REQUEST_ID",
-    "RequestIdFilter",
-    "JsonFormatter",
-    "configure_logging",
-    "TEXT_FORMAT",
-    "ACCESS_FIELDS",
+    "LOG_CONTEXT",
+    "PRODUCT",
+    "EXTRA_LOG_LEVELS",
+    "ContextFilter",
+    "register_options",
+    "setup_logging",
+    "setup_service_logging",
+    "reload_logging",
 ]
 
-REQUEST_ID: ContextVar[str] = ContextVar("placement_numa_request_id", default="-")
-TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"
-ACCESS_FIELDS = ("user_id", "project_id", "method", "route", "path", "status", "duration_ms")
-_MARK = "_placement_numa_handler"
+PRODUCT = "placement-numa"
+LOG_CONTEXT: ContextVar[RequestContext | None] = ContextVar(
+    "placement_numa_log_context", default=None
+)
+# Added to oslo.log's default_log_levels (upstream Placement adds routes=INFO): libraries whose
+# DEBUG lines are about their own plumbing, not about the request.
+EXTRA_LOG_LEVELS = ("routes=INFO", "httpcore=WARN", "httpx=WARN", "multipart=INFO")
+LOG = logging.getLogger(__name__)
 
 
-class RequestIdFilter(logging.Filter):
-    """Sets ``record.request_id`` from ``REQUEST_ID`` (never drops a record)."""
+class ContextFilter(logging.Filter):
+    """Gives each record the request's ``RequestContext`` (``LOG_CONTEXT``) as
+    ``record.context``, unless the caller passed one; never drops a record."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        """Add the request id of the current context to ``record``."""
-        if not hasattr(record, "request_id"):
-            record.request_id = REQUEST_ID.get()
+        """Attach the current request's context to ``record``."""
+        if "context" not in record.__dict__:
+            context = LOG_CONTEXT.get()
+            if context is not None:
+                record.context = context
         return True
 
 
-class JsonFormatter(logging.Formatter):
-    """One JSON object per line: time, level, logger, message, request_id, access fields."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        """``record`` as a JSON line."""
-        data: dict[str, Any] = {
-            "time": self.formatTime(record),
-            "level": record.levelname,
-            "logger": record.name,
-            "message": record.getMessage(),
-            "request_id": getattr(record, "request_id", REQUEST_ID.get()),
-        }
-        for name in ACCESS_FIELDS:
-            if hasattr(record, name):
-                data[name] = getattr(record, name)
-        if record.exc_info:
-            data["exception"] = self.formatException(record.exc_info)
-        return json.dumps(data, default=str)
+def register_options(conf: cfg.ConfigOpts) -> None:
+    """Register oslo.log's options (``[DEFAULT]``) on ``conf``, with placement-numa's
+    ``default_log_levels``. Call before ``conf`` parses its files (some are CLI options);
+    calling it again on the same ``conf`` is harmless."""
+    oslo_logging.set_defaults(
+        default_log_levels=[*oslo_logging.get_default_log_levels(), *EXTRA_LOG_LEVELS]
+    )
+    oslo_logging.register_options(conf)
 
 
-def configure_logging(level: str = "info", json_lines: bool = False) -> None:
-    """Install the request-id aware stderr handler on the root logger (idempotent: a second
-    call replaces the formatter and level), and on uvicorn's error logger."""
-    root = logging.getLogger()
-    handler = next((h for h in root.handlers if getattr(h, _MARK, False)), None)
-    if handler is None:
-        handler = logging.StreamHandler(sys.stderr)
-        setattr(handler, _MARK, True)
-        handler.addFilter(RequestIdFilter())
-        root.addHandler(handler)
-    handler.setFormatter(JsonFormatter() if json_lines else logging.Formatter(TEXT_FORMAT))
-    numeric = logging.getLevelName(level.upper())
-    if isinstance(numeric, int):
-        logging.getLogger("placement_numa").setLevel(numeric)
+def _apply_deprecated_env(
+    conf: cfg.ConfigOpts, *, json_lines: bool | None, level: str | None
+) -> None:
+    """``PLACEMENT_NUMA_LOG_JSON`` / ``PLACEMENT_NUMA_LOG_LEVEL`` (given explicitly) override
+    ``use_json`` / ``debug`` as they did before oslo.log."""
+    if json_lines is not None:
+        conf.set_override("use_json", json_lines)
+    if level is not None:
+        conf.set_override("debug", level.lower() == "debug")
+
+
+def setup_logging(
+    conf: cfg.ConfigOpts, *, json_lines: bool | None = None, level: str | None = None
+) -> None:
+    """Set up process logging from ``conf``'s ``[DEFAULT]`` oslo.log options.
+
+    ``json_lines`` / ``level``: the deprecated environment settings when given explicitly
+    (``None``: not given), overriding ``use_json`` / ``debug``; a ``level`` of ``warning`` or
+    ``error`` also raises the root logger's level. Raises ``oslo_config.cfg.Error`` for a
+    value that does not parse and ``OSError`` when the log file cannot be opened.
+    """
+    _apply_deprecated_env(conf, json_lines=json_lines, level=level)
+    oslo_logging.setup(conf, PRODUCT, version=_version(), fix_eventlet=False)
+    logging.captureWarnings(True)
+    context_filter = ContextFilter()
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, ContextFilter) for f in handler.filters):
+            handler.addFilter(context_filter)
+    if level is not None and level.lower() not in ("debug", "info"):
+        numeric = logging.getLevelName(level.upper())
+        if isinstance(numeric, int):
+            logging.getLogger().setLevel(numeric)
+    for name, value in (
+        ("PLACEMENT_NUMA_LOG_JSON", json_lines),
+        ("PLACEMENT_NUMA_LOG_LEVEL", level),
+    ):
+        if value is not None:
+            LOG.warning(
+                "%s is deprecated: use [DEFAULT] %s in placement.conf",
+                name,
+                "use_json" if name.endswith("JSON") else "debug",
+            )
+
+
+def setup_service_logging(settings: Settings, conf: cfg.ConfigOpts | None = None) -> cfg.ConfigOpts:
+    """Set up logging for a service process from ``settings.config_file`` (or ``conf``, the
+    ``ConfigOpts`` already loaded from it), with the deprecated ``PLACEMENT_NUMA_LOG_JSON`` /
+    ``PLACEMENT_NUMA_LOG_LEVEL`` when they were given. Returns the ``ConfigOpts`` (keep it for
+    ``reload_logging``). Raises ``placement_numa.conf.ConfigFileError`` for a missing file and
+    as ``setup_logging`` otherwise."""
+    from placement_numa.conf import load_config
+
+    if conf is None:
+        conf = load_config(settings.config_file)
+    given = settings.model_fields_set
+    setup_logging(
+        conf,
+        json_lines=settings.log_json if "log_json" in given else None,
+        level=settings.log_level if "log_level" in given else None,
+    )
+    return conf
+
+
+def reload_logging(conf: cfg.ConfigOpts) -> bool:
+    """Re-read ``conf``'s configuration files and set logging up again (for SIGHUP): a new
+    ``log_file``, ``debug``, ``use_json``, ``default_log_levels`` or ``log_config_append``
+    takes effect, and a log file moved away by logrotate is reopened. Overrides set by the
+    deprecated environment variables stay.
+
+    Returns ``False`` (and keeps the previous logging) when a file no longer parses (oslo.config
+    logs why); ``True`` otherwise. Raises ``OSError`` when the new log file cannot be opened.
+    """
+    if not conf.reload_config_files():
+        return False
+    setup_logging(conf)
+    return True
+
+
+def _version() -> str:
+    from placement_numa import __version__
+
+    return __version__

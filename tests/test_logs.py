@@ -1,0 +1,176 @@
+"""Logs, request ids and proxy headers of a real served process (``placement-numa serve
+--config-file``), read back from the log file it writes (oslo.log).
+
+``test_text_log_file``: ``[DEFAULT] debug = true`` and ``log_file``: the file holds uvicorn's own
+lines, DEBUG lines, and one access line per request in upstream Placement's format with the
+request ids ``[<global> <local> <user> <project> ...]``; Nova's ``X-Openstack-Request-Id`` is
+the global id when it is ``req-<uuid>`` and is dropped otherwise; the response carries the
+local id. ``[oslo_middleware] enable_proxy_headers_parsing = true``: ``X-Forwarded-*`` and
+``Forwarded`` set the client address (access line), scheme and host (``Location``), from any
+peer. ``[healthcheck] backends = disable_by_file``: the service drains while the file exists.
+
+``test_json_log_dir``: ``use_json`` and ``log_dir``: every line (uvicorn's included) is a JSON
+object with oslo.log's ``context`` and the access line's fields; proxy headers are ignored by
+default.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.servers import free_port, running, service_env
+
+pytestmark = pytest.mark.slow
+
+COMMAND = shutil.which("placement-numa", path=str(Path(sys.executable).parent)) or "placement-numa"
+GLOBAL_ID = "req-11111111-2222-4333-8444-555555555555"
+LOCAL_ID = re.compile(r"^req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def _port() -> int:
+    ports = list(range(19260, 19280))
+    random.shuffle(ports)
+    return free_port(ports)
+
+
+def _serve(tmp_path: Path, conf: str, port: int) -> list[str]:
+    path = tmp_path / "placement.conf"
+    path.write_text(
+        conf + f"\n[placement_database]\nconnection = sqlite:///{tmp_path / 'db.sqlite'}\n"
+    )
+    return [COMMAND, "serve", "--config-file", str(path), "--port", str(port)]
+
+
+def _wait_for(path: Path, needle: str, timeout: float = 10.0) -> str:
+    """The file's text once it contains ``needle`` (handlers flush per record)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        text = path.read_text() if path.exists() else ""
+        if needle in text or time.monotonic() > deadline:
+            return text
+        time.sleep(0.1)
+
+
+def test_text_log_file(tmp_path: Path) -> None:
+    log_file = tmp_path / "logs" / "placement.log"
+    log_file.parent.mkdir()
+    drain = tmp_path / "drain"
+    port = _port()
+    argv = _serve(
+        tmp_path,
+        f"[DEFAULT]\ndebug = true\nlog_file = {log_file}\n"
+        "[oslo_middleware]\nenable_proxy_headers_parsing = true\n"
+        f"[healthcheck]\nbackends = disable_by_file\ndisable_by_file_path = {drain}\n",
+        port,
+    )
+    env = service_env()
+    with running(argv, port, tmp_path / "stdout.log", env=env, cwd=tmp_path) as service:
+        with service.client() as client:
+            nova = client.get("/resource_providers", headers={"x-openstack-request-id": GLOBAL_ID})
+            bogus = client.get("/traits", headers={"x-openstack-request-id": "req-not-a-uuid"})
+            forwarded = client.put(
+                "/traits/CUSTOM_BEHIND_PROXY",
+                headers={
+                    "x-forwarded-for": "203.0.113.7",
+                    "x-forwarded-proto": "https",
+                    "x-forwarded-host": "placement.example.com",
+                },
+            )
+            rfc7239 = client.put(
+                "/traits/CUSTOM_RFC7239",
+                headers={"forwarded": "for=198.51.100.9;proto=https;host=api.example.org"},
+            )
+            healthy = client.get("/healthcheck")
+            drain.write_text("")
+            drained = client.get("/healthcheck")
+        text = _wait_for(log_file, "/healthcheck")
+    assert nova.status_code == 200 and bogus.status_code == 200
+    local = nova.headers["x-openstack-request-id"]
+    assert LOCAL_ID.match(local) and local != GLOBAL_ID
+    assert LOCAL_ID.match(bogus.headers["x-openstack-request-id"])
+    assert (
+        forwarded.headers["location"] == "https://placement.example.com/traits/CUSTOM_BEHIND_PROXY"
+    )
+    assert rfc7239.headers["location"] == "https://api.example.org/traits/CUSTOM_RFC7239"
+    assert healthy.status_code == 200 and healthy.text == "OK"
+    assert drained.status_code == 503 and "DISABLED BY FILE" in drained.text
+
+    lines = text.splitlines()
+    assert any("uvicorn.error" in line and "Started server process" in line for line in lines)
+    assert any(" DEBUG " in line for line in lines), "debug = true not honoured"
+    nova_line = next(line for line in lines if local in line and "placement_numa.access" in line)
+    assert f"[{GLOBAL_ID} {local} admin admin " in nova_line
+    assert re.search(
+        r'\] 127\.0\.0\.1 "GET /resource_providers" status: 200 len: \d+ microversion: 1\.39'
+        r" time: \d+\.\d{6}$",
+        nova_line,
+    ), nova_line
+    # every line of that request carries both ids (the DEBUG "Starting request" line too)
+    mine = [line for line in lines if local in line]
+    assert len(mine) >= 2 and all(GLOBAL_ID in line for line in mine)
+    bogus_line = next(
+        line
+        for line in lines
+        if bogus.headers["x-openstack-request-id"] in line and "access" in line
+    )
+    assert f"[None {bogus.headers['x-openstack-request-id']} admin admin " in bogus_line
+    assert "req-not-a-uuid" not in text
+    assert any('203.0.113.7 "PUT /traits/CUSTOM_BEHIND_PROXY" status: 201' in x for x in lines)
+    assert any('198.51.100.9 "PUT /traits/CUSTOM_RFC7239" status: 201' in x for x in lines)
+    assert any('"GET /healthcheck" status: 503' in line for line in lines)
+    assert "Traceback" not in text
+
+
+def test_json_log_dir(tmp_path: Path) -> None:
+    log_dir = tmp_path / "var-log"
+    log_dir.mkdir()
+    port = _port()
+    argv = _serve(
+        tmp_path,
+        f"[DEFAULT]\nuse_json = true\nlog_dir = {log_dir}\nlog_file = placement-api.log\n",
+        port,
+    )
+    with running(argv, port, tmp_path / "stdout.log", env=service_env(), cwd=tmp_path) as service:
+        with service.client() as client:
+            response = client.get(
+                "/resource_providers",
+                headers={"x-openstack-request-id": GLOBAL_ID, "x-forwarded-for": "203.0.113.7"},
+            )
+            unauthenticated = httpx.get(service.base_url + "/resource_providers", timeout=30)
+        text = _wait_for(
+            log_dir / "placement-api.log", unauthenticated.headers["x-openstack-request-id"]
+        )
+    local = response.headers["x-openstack-request-id"]
+    records = [json.loads(line) for line in text.splitlines()]  # every line is JSON
+    assert any(r["name"] == "uvicorn.error" for r in records)
+    access = next(
+        r
+        for r in records
+        if r["name"] == "placement_numa.access" and r["context"].get("request_id") == local
+    )
+    assert access["context"]["global_request_id"] == GLOBAL_ID
+    assert access["context"]["user"] == "admin"
+    extra = access["extra"]
+    assert extra["client"] == "127.0.0.1"  # proxy headers ignored unless enabled
+    assert extra["method"] == "GET" and extra["path"] == "/resource_providers"
+    assert extra["route"] == "/resource_providers" and extra["status"] == 200
+    assert extra["microversion"] == "1.39" and extra["length"] == int(
+        response.headers["content-length"]
+    )
+    assert isinstance(extra["duration_ms"], float)
+    refused = next(
+        r
+        for r in records
+        if r["name"] == "placement_numa.access"
+        and r["context"].get("request_id") == unauthenticated.headers["x-openstack-request-id"]
+    )
+    assert refused["extra"]["status"] == 401 and refused["extra"]["microversion"] == "-"
