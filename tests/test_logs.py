@@ -50,7 +50,7 @@ def _serve(tmp_path: Path, conf: str, port: int) -> list[str]:
     return [COMMAND, "serve", "--config-file", str(path), "--port", str(port)]
 
 
-def _wait_for(path: Path, needle: str, timeout: float = 10.0) -> str:
+def _wait_for(path: Path, needle: str, timeout: float = 30.0) -> str:
     """The file's text once it contains ``needle`` (handlers flush per record)."""
     deadline = time.monotonic() + timeout
     while True:

@@ -24,10 +24,10 @@ For every HTTP request it
        127.0.0.1 "GET /resource_providers?name=cn1" status: 200 len: 312 microversion: 1.39
        time: 0.004211
 
-   (one line in the log; ``len``: the response's content length, or the bytes sent when it has none; ``time`` in
-   seconds). With ``use_json`` the same facts are keys of the JSON line's ``extra``
-   (``client``, ``method``, ``path``, ``route``, ``status``, ``length``, ``microversion``,
-   ``duration_ms``) beside oslo.log's ``context``.
+   (one line in the log). ``len`` is the content length, or the bytes sent when there is
+   none; ``time`` is in seconds. With ``use_json`` the same facts are keys of the line's
+   ``extra``: ``client``, ``method``, ``path``, ``route``, ``status``, ``length``,
+   ``microversion``, ``duration_ms``, beside oslo.log's ``context``.
 """
 
 from __future__ import annotations
