@@ -85,7 +85,7 @@ def test_sighup_reloads_policy_and_logging_without_failed_requests(
         lines = service.log_text().splitlines()
         json_lines = [line for line in lines if line.startswith("{")]
         assert json_lines, lines[-10:]
-        assert any(json.loads(line).get("logger") == "placement_numa.access" for line in json_lines)
+        assert any(json.loads(line).get("name") == "placement_numa.access" for line in json_lines)
 
 
 def _wait_for_traits_status(base_url: str, status: int, timeout: float) -> None:
