@@ -92,7 +92,9 @@ class _PerProcessApplication:
 
         from placement_numa.api.engine_dep import preload_fleet
         from placement_numa.app import create_app
+        from placement_numa.observability.logs import setup_service_logging
 
+        setup_service_logging(self._settings)  # oslo.log, as upstream's init_application
         app = create_app(self._settings)
         if self._settings.preload_fleet:  # a2wsgi runs no lifespan: load the snapshot here
             preload_fleet(app)

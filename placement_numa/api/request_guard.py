@@ -13,6 +13,15 @@ For every HTTP request it
    (408 ``placement.request.timeout``), so a promised body that never arrives does not hold a
    worker.
 
+The body limit is oslo.middleware's ``sizelimit`` (``RequestBodySizeLimiter``) semantics under
+its option name, ``[oslo_middleware] max_request_body_size``, kept as our own code on purpose:
+oslo's filter is WSGI (it wraps ``wsgi.input`` in a ``LimitingReader``, which an ASGI receive
+channel is not) and answers webob's text/HTML 413, where a Placement client expects the JSON
+error body with ``placement.limit.body_size``; and the byte count here also covers chunked
+bodies and the per-chunk timeout (3), which oslo's filter does not have. The default stays
+1 MiB (oslo's is 112 KiB), the value this service shipped with, so an upgrade refuses no body
+it accepted before.
+
 It sits inside ``PlacementMiddleware`` (request id, microversion and common headers are set).
 Errors raised while the handler reads the body reach the app's exception handlers; errors found
 before are rendered here.
