@@ -17,11 +17,13 @@ default.
 from __future__ import annotations
 
 import json
+import logging
 import random
 import re
 import shutil
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -174,3 +176,65 @@ def test_json_log_dir(tmp_path: Path) -> None:
         and r["context"].get("request_id") == unauthenticated.headers["x-openstack-request-id"]
     )
     assert refused["extra"]["status"] == 401 and refused["extra"]["microversion"] == "-"
+
+
+@pytest.fixture
+def root_logging() -> Iterator[None]:
+    """Restore the root logger (handlers, level) and the excepthook oslo.log's setup replaces."""
+    root = logging.getLogger()
+    handlers, level, excepthook = list(root.handlers), root.level, sys.excepthook
+    try:
+        yield
+    finally:
+        for handler in list(root.handlers):
+            root.removeHandler(handler)
+            if handler not in handlers:
+                handler.close()
+        for handler in handlers:
+            root.addHandler(handler)
+        root.setLevel(level)
+        sys.excepthook = excepthook
+
+
+def test_deprecated_env_and_reload(tmp_path: Path, root_logging: None) -> None:
+    """``PLACEMENT_NUMA_LOG_JSON`` still wins over the file (with a deprecation warning);
+    ``reload_logging`` picks up a new ``log_file`` and ``debug``; ``log_config_append``
+    replaces oslo.log's own handlers."""
+    from placement_numa.conf import load_config
+    from placement_numa.observability.logs import reload_logging, setup_service_logging
+    from placement_numa.settings import Settings
+
+    first, second = tmp_path / "first.log", tmp_path / "second.log"
+    conf_path = tmp_path / "placement.conf"
+    conf_path.write_text(f"[DEFAULT]\nlog_file = {first}\n")
+    conf = setup_service_logging(Settings(config_file=conf_path, log_json=True))
+    log = logging.getLogger("placement_numa.test_logs")
+    log.debug("not at debug yet")
+    log.info("first line")
+    records = [json.loads(line) for line in first.read_text().splitlines()]
+    assert [r["message"] for r in records][-1] == "first line"
+    assert any("PLACEMENT_NUMA_LOG_JSON is deprecated" in r["message"] for r in records)
+    assert not any(r["message"] == "not at debug yet" for r in records)
+
+    conf_path.write_text(f"[DEFAULT]\nlog_file = {second}\ndebug = true\n")
+    assert reload_logging(conf)
+    log.debug("debug now")
+    assert json.loads(second.read_text().splitlines()[-1])["message"] == "debug now"
+
+    conf_path.write_text("[DEFAULT]\nlog_file = [unbalanced\ndebug = maybe\n")
+    assert not reload_logging(conf)  # does not parse: previous logging kept
+    log.info("still second")
+    assert "still second" in second.read_text()
+
+    appended = tmp_path / "appended.log"
+    logging_ini = tmp_path / "logging.conf"
+    logging_ini.write_text(
+        "[loggers]\nkeys = root\n[handlers]\nkeys = file\n[formatters]\nkeys = plain\n"
+        "[logger_root]\nlevel = INFO\nhandlers = file\n"
+        f"[handler_file]\nclass = FileHandler\nargs = ('{appended}',)\nformatter = plain\n"
+        "[formatter_plain]\nformat = APPENDED %(name)s %(message)s\n"
+    )
+    conf_path.write_text(f"[DEFAULT]\nlog_config_append = {logging_ini}\n")
+    setup_service_logging(Settings(config_file=conf_path), load_config(conf_path))
+    log.info("through the operator's file")
+    assert "APPENDED placement_numa.test_logs through the operator's file" in appended.read_text()
