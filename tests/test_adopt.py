@@ -13,6 +13,10 @@ worker) on PostgreSQL and MariaDB. The round trip, per backend:
 3. ``placement-numa db release --yes``, upstream serves again: every view equals what
    placement-numa served after its write.
 
+Switch-over (``test_side_by_side_with_upstream``): upstream keeps serving while the database is
+adopted and placement-numa serves it too; an allocation through upstream leaves our candidates
+within the staleness bound, and claims racing through both services never over-commit.
+
 Refusals (``test_refusals_change_nothing``): an unfinished upstream online data migration, an
 orphan row, an older upstream revision and an empty database are each refused in one line,
 exit 1, and the database (rows and schema reflection) is as it was.
@@ -24,6 +28,7 @@ import json
 import random
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -404,3 +409,78 @@ def test_refusals_change_nothing(database: TestDatabase, tmp_path: Path) -> None
     served = _cli("db", "upgrade", "--database-url", url)
     assert served.returncode == 1 and "db adopt" in served.stderr
     assert _snapshot(url) == healthy
+
+
+def test_side_by_side_with_upstream(database: TestDatabase, tmp_path: Path) -> None:
+    """Switch-over: upstream keeps serving while the database is adopted and placement-numa
+    serves it too. An allocation through upstream reaches our candidates within the staleness
+    bound; claims racing through both services never over-commit the cell."""
+    import threading
+
+    upstream_url = _upstream_url(database)
+    with upstream_placement(_port(), database_url=upstream_url, workers=1) as base:
+        up = httpx.Client(base_url=base, headers=HEADERS, timeout=60)
+        cell = _ok(up.post("/resource_providers", json={"name": "cn-race"}))["uuid"]
+        inventory = {"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 8}}}
+        _ok(up.put(f"/resource_providers/{cell}/inventories", json=inventory))
+        adopted = _cli("db", "adopt", "--database-url", upstream_url)
+        assert adopted.returncode == 0, adopted.stderr
+        port = _port()
+        argv = [sys.executable, "-m", "placement_numa", "serve", "--port", str(port)]
+        env = service_env(PLACEMENT_NUMA_FOREIGN_WRITE_STALENESS="1")
+        with (
+            running(
+                argv + ["--database-url", database.url], port, tmp_path / "ours.log", env=env
+            ) as ours,
+            ours.client() as client,
+        ):
+            assert (
+                len(
+                    client.get("/allocation_candidates?resources=VCPU:5").json()[
+                        "allocation_requests"
+                    ]
+                )
+                == 1
+            )
+
+            def allocate(http: httpx.Client, vcpu: int) -> int:
+                return http.put(
+                    f"/allocations/{uuid.uuid4()}",
+                    json={
+                        "allocations": {cell: {"resources": {"VCPU": vcpu}}},
+                        "project_id": "p",
+                        "user_id": "u",
+                        "consumer_generation": None,
+                        "consumer_type": "INSTANCE",
+                    },
+                ).status_code
+
+            assert allocate(up, 4) == 204
+            started = time.monotonic()
+            while client.get("/allocation_candidates?resources=VCPU:5").json()[
+                "allocation_requests"
+            ]:
+                assert time.monotonic() - started < 8.0, "upstream's write not seen in time"
+                time.sleep(0.1)
+
+            results: list[int] = []
+            lock = threading.Lock()
+
+            def claim(http_base: str) -> None:
+                with httpx.Client(base_url=http_base, headers=HEADERS, timeout=60) as http:
+                    for _ in range(4):
+                        status = allocate(http, 1)
+                        with lock:
+                            results.append(status)
+
+            threads = [threading.Thread(target=claim, args=(b,)) for b in (base, ours.base_url)]
+            threads += [threading.Thread(target=claim, args=(b,)) for b in (base, ours.base_url)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert results.count(204) <= 4, results
+            used = client.get(f"/resource_providers/{cell}/usages").json()["usages"]["VCPU"]
+            assert used <= 8 and used == 4 + results.count(204), (used, results)
+            assert set(results) <= {204, 409}, results
+        up.close()
