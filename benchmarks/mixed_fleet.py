@@ -263,6 +263,45 @@ def _batch(client: httpx.Client, chunk: list[HostSpec]) -> list[dict[str, str]]:
     return found
 
 
+def snapshot_rows(
+    specs: list[HostSpec], *, standard_page_traits: bool = False
+) -> tuple[list[Any], list[Any], list[Any], list[Any]]:
+    """The fleet of ``specs`` as ``FleetSnapshot.build`` rows (providers, inventories, usages,
+    traits), guests' allocations summed into usages, for in-process benchmarks and tests."""
+    providers: list[Any] = []
+    inventories: list[Any] = []
+    usages: list[Any] = []
+    traits: list[Any] = []
+
+    def add(parent: int | None, root: int | None, invs: dict[str, Any], names: list[str]) -> int:
+        pid = len(providers) + 1
+        providers.append((pid, str(uuid.UUID(int=pid)), parent, root or pid))
+        for rc, inv in invs.items():
+            total = inv["total"]
+            ratio = inv.get("allocation_ratio", 1.0)
+            inventories.append((pid, rc, total, 0, 1, total, inv.get("step_size", 1), ratio))
+        traits.extend((pid, name) for name in names)
+        return pid
+
+    for spec in specs:
+        root = add(None, None, {"DISK_GB": {"total": spec.disk_gb}}, [])
+        tree = {"root": root}
+        for c in range(spec.cells):
+            cell = tree[f"cell{c}"] = add(root, root, _cell_inventory(spec), ["HW_NUMA_ROOT"])
+            for page, trait, step in _pages(spec):
+                names = [trait]
+                if standard_page_traits:
+                    names.append(
+                        "MEMORY_PAGE_SIZE_SMALL" if page == "4K" else "MEMORY_PAGE_SIZE_LARGE"
+                    )
+                tree[f"cell{c}_{page}"] = add(cell, root, _page_inventory(spec, page, step), names)
+        for guest in spec.guests:
+            usages.append((tree["root"], "DISK_GB", guest.disk_gb))
+            usages.append((tree[f"cell{guest.cell}"], "VCPU", guest.vcpu))
+            usages.append((tree[f"cell{guest.cell}_{guest.page}"], "MEMORY_MB", guest.memory_mb))
+    return providers, inventories, usages, traits
+
+
 def _service_pids(base: str) -> list[int]:
     """The processes of the service at ``base`` (ours: by its recorded pid; upstream: every
     other process this script started)."""
@@ -327,11 +366,19 @@ def main() -> int:
     parser.add_argument("--limits", nargs="*", default=["none", "1000"])
     parser.add_argument("--skip-upstream", action="store_true")
     parser.add_argument("--ours-seed", choices=("rest", "batch"), default="rest")
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        help="keep the SQLite files here; a side whose file exists is not seeded again (it must"
+        " hold the fleet of the same --hosts, --cells and --seed)",
+    )
     args = parser.parse_args()
 
     specs = host_specs(args.hosts, args.cells, args.seed)
     guests = sum(len(s.guests) for s in specs)
-    workdir = Path(tempfile.mkdtemp(prefix="pn-mixed-"))
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="pn-mixed-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    seeded_before = {side for side in ("ours", "upstream") if (workdir / f"{side}.db").exists()}
     bases: dict[str, str] = {}
     with ExitStack() as stack:
         bases["ours"] = stack.enter_context(ours(args.port, f"sqlite:///{workdir / 'ours.db'}"))
@@ -342,6 +389,9 @@ def main() -> int:
                 )
             )
         for side, base in bases.items():
+            if side in seeded_before:
+                print(f"{side:9} reuses {workdir / side}.db", flush=True)
+                continue
             way = args.ours_seed if side == "ours" else "rest"
             seeded = seed(base, specs, way)
             print(

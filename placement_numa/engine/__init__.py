@@ -58,8 +58,10 @@ Implementations: ``SnapshotEngine`` (``engine/snapshot_engine.py``) searches an 
 first one's answer). The modules, in the order a query meets them:
 
 * ``protocol``: ``CandidateEngine``, ``FleetSource``, ``RankFn``, ``GenerationStrategy``;
-* ``fleet``: the snapshot model (``FleetSnapshot``, ``ProviderInfo``, ``InventoryUsage``), built
-  from rows; ``fleet_patch``: a snapshot with whole trees replaced (what a refresh does);
+* ``providers``, ``fleet``, ``fleet_rows``: the snapshot model (``ProviderInfo``,
+  ``InventoryUsage``, ``FleetSnapshot``), built
+  from rows; ``fleet_patch`` (with ``sharing_patch``): a snapshot with whole trees replaced
+  (what a refresh does);
 * ``names``: unknown resource classes and traits refused; ``plan``: the query as search slots;
 * ``options``: the roots that may anchor a candidate, each slot's providers under one root;
 * ``search``: the depth-first search of one root; ``orderings``: reorderings of

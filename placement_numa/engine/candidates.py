@@ -98,24 +98,23 @@ class Candidate:
         chosen: tuple[int, ...] | None,
         allocations: tuple[Allocation, ...] | None,
         layout: Layout,
+        members: Sequence[int] | None = None,
+        entry: TemplateEntry | None = None,
     ) -> None:
         self.anchor = anchor
         self._chosen = chosen
         self._allocations = allocations
         self.layout = layout
         self._groups: tuple[GroupChoice, ...] | None = None
-        self.members: Sequence[int] | None = None
-        self.entry: TemplateEntry | None = None
+        self.members = members
+        self.entry = entry
 
     @classmethod
     def replayed(
         cls, anchor: int, members: Sequence[int], entry: TemplateEntry, layout: Layout
     ) -> Candidate:
         """A candidate given as ``entry``'s positions into ``members`` (provider indices)."""
-        candidate = cls(anchor, None, None, layout)
-        candidate.members = members
-        candidate.entry = entry
-        return candidate
+        return cls(anchor, None, None, layout, members, entry)
 
     @property
     def chosen(self) -> tuple[int, ...]:

@@ -11,8 +11,8 @@ Providers are addressed by a dense index (``0..n-1``, in database id order), so 
 on small integers; uuids are only used at the edges. Patched snapshots keep indices stable (new
 providers are appended; deleted ones leave unreachable entries).
 
-Capacity follows Placement (``domain.inventory.capacity``): ``int((total - reserved) *
-allocation_ratio)``, free is
+Providers and their inventories are ``engine/providers.py``'s; capacity follows Placement
+(``domain.inventory.capacity``): ``int((total - reserved) * allocation_ratio)``, free is
 ``capacity - used``; a request of ``amount`` fits one inventory when ``min_unit <= amount <=
 max_unit``, ``amount % step_size == 0`` and ``used + amount <= capacity``.
 """
@@ -20,11 +20,18 @@ max_unit``, ``amount % step_size == 0`` and ``used + amount <= capacity``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from typing import Any
 
-import os_traits
+import numpy
 
-from placement_numa.domain.inventory import capacity
+from placement_numa.engine.fleet_rows import build_infos, chain_of, set_depths
+from placement_numa.engine.providers import (
+    SHARING_TRAIT,
+    InventoryTuple,
+    InventoryUsage,
+    ProviderInfo,
+    ProviderTuple,
+)
 
 __all__ = [
     "InventoryUsage",
@@ -34,123 +41,6 @@ __all__ = [
     "InventoryTuple",
     "SHARING_TRAIT",
 ]
-
-# the trait of a provider that shares its inventory with the trees of its aggregates
-SHARING_TRAIT: str = os_traits.MISC_SHARES_VIA_AGGREGATE
-
-# (id, uuid, parent_id | None, root_id)
-ProviderTuple = tuple[int, str, "int | None", int]
-# (provider_id, resource class name, total, reserved, min_unit, max_unit, step_size, ratio)
-InventoryTuple = tuple[int, str, int, int, int, int, int, float]
-
-
-class InventoryUsage:
-    """One inventory record of a provider with its current usage (integer units of the class).
-
-    ``capacity``: ``int((total - reserved) * allocation_ratio)``, as Placement reports it,
-    clamped to +-``CAPACITY_LIMIT`` (``domain.inventory.capacity``: a stored ratio of 3e38
-    must not break reads, it renders as 2**63 - 1); 0 for a ratio that is not a number.
-    Immutable by contract; a plain slotted class (a fleet holds one per provider and class,
-    built at every load).
-    """
-
-    __slots__ = (
-        "total",
-        "reserved",
-        "min_unit",
-        "max_unit",
-        "step_size",
-        "allocation_ratio",
-        "used",
-        "capacity",
-        "_hash",
-    )
-
-    def __init__(
-        self,
-        total: int,
-        reserved: int,
-        min_unit: int,
-        max_unit: int,
-        step_size: int,
-        allocation_ratio: float,
-        used: int = 0,
-    ) -> None:
-        self.total = total
-        self.reserved = reserved
-        self.min_unit = min_unit
-        self.max_unit = max_unit
-        self.step_size = step_size
-        self.allocation_ratio = allocation_ratio
-        self.used = used
-        self.capacity = capacity(total, reserved, allocation_ratio)
-        self._hash = hash(self._key())
-
-    def _key(self) -> tuple[int, int, int, int, int, float, int]:
-        return (
-            self.total,
-            self.reserved,
-            self.min_unit,
-            self.max_unit,
-            self.step_size,
-            self.allocation_ratio,
-            self.used,
-        )
-
-    def __eq__(self, other: object) -> bool:
-        return self is other or (
-            isinstance(other, InventoryUsage)
-            and self._hash == other._hash
-            and self._key() == other._key()
-        )
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __repr__(self) -> str:
-        return (
-            f"InventoryUsage(total={self.total}, reserved={self.reserved},"
-            f" min_unit={self.min_unit}, max_unit={self.max_unit}, step_size={self.step_size},"
-            f" allocation_ratio={self.allocation_ratio}, used={self.used})"
-        )
-
-    @property
-    def free(self) -> int:
-        """Capacity left: ``capacity - used`` (negative when usage exceeds a lowered capacity)."""
-        return self.capacity - self.used
-
-    def fits(self, amount: int) -> bool:
-        """Whether one allocation of ``amount`` fits (min/max unit, step size, capacity)."""
-        return (
-            self.min_unit <= amount <= self.max_unit
-            and amount % self.step_size == 0
-            and self.used + amount <= self.capacity
-        )
-
-
-@dataclass(slots=True)
-class ProviderInfo:
-    """A resource provider in the snapshot (``parent`` is -1 for a root)."""
-
-    index: int
-    id: int
-    uuid: str
-    parent: int
-    root: int
-    depth: int = 0
-    traits: frozenset[str] = frozenset()
-    aggregates: frozenset[str] = frozenset()
-    inventories: dict[str, InventoryUsage] = field(default_factory=dict)
-
-    @property
-    def sharing(self) -> bool:
-        """Whether the provider has ``MISC_SHARES_VIA_AGGREGATE`` (shares via aggregates)."""
-        return SHARING_TRAIT in self.traits
-
-    def free(self, resource_class: str) -> int:
-        """Free capacity of ``resource_class`` (0 without inventory)."""
-        inventory = self.inventories.get(resource_class)
-        return inventory.free if inventory is not None else 0
 
 
 class FleetSnapshot:
@@ -167,13 +57,18 @@ class FleetSnapshot:
     * ``has_trees``: whether any provider has a parent (pre-1.29 responses depend on it);
     * ``uuids[i]``: provider uuids; ``chains[i]``: ``i`` and its ancestors, nearest first;
     * ``root_profiles[root]``: equal for roots whose trees are alike member by member (shape,
-      traits, aggregates, inventories, usage), so a search can replay one tree's answer.
+      traits, aggregates, inventories, usage), so a search can replay one tree's answer;
+    * ``shape_profiles[root]``: the same but for room: trees alike in shape, traits,
+      aggregates and per class ``min_unit``/``step_size``; with ``room_column`` a search tells
+      which of them answer a query alike (``engine/replay.py``).
     """
 
     # profile keys -> ids, shared by the snapshots patched from one full build (append-only;
     # ids are content keys, so equal ids mean equal trees in any of those snapshots)
     _provider_profile_ids: dict[tuple[object, ...], int]
     _root_profile_ids: dict[tuple[object, ...], int]
+    _provider_shape_ids: dict[tuple[object, ...], int]
+    _root_shape_ids: dict[tuple[object, ...], int]
 
     def __init__(self, revision: int, providers: list[ProviderInfo]) -> None:
         self.revision = revision
@@ -206,6 +101,13 @@ class FleetSnapshot:
         self.root_profiles: dict[int, int] = {
             root: self._root_profile(members) for root, members in self.tree.items()
         }
+        # Trees alike but for room (see ``_shape_profile``)
+        self._provider_shape_ids = {}
+        self._root_shape_ids = {}
+        self.shape_profiles: dict[int, int] = {
+            root: self._shape_profile(members) for root, members in self.tree.items()
+        }
+        self._room_columns: dict[str, Any] = {}
         members: dict[str, set[int]] = {}
         for p in providers:
             for agg in p.aggregates:
@@ -226,20 +128,53 @@ class FleetSnapshot:
         self.replaced_roots: frozenset[int] = frozenset()
 
     def _root_profile(self, members: list[int]) -> int:
+        """The id of the look of a tree (``members``): equal for trees alike member by member
+        (shape, traits, aggregates, inventories and usage)."""
         providers = self.providers
         profile_ids = self._provider_profile_ids
+        looks = [
+            profile_ids.setdefault(
+                (p.traits, p.aggregates, tuple(sorted(p.inventories.items()))), len(profile_ids)
+            )
+            for p in (providers[m] for m in members)
+        ]
+        return self._tree_id(self._root_profile_ids, members, looks)
+
+    def _shape_profile(self, members: list[int]) -> int:
+        """The id of the shape of a tree (``members``): equal for trees alike member by member
+        in everything but room (shape, traits, aggregates, per class ``min_unit`` and
+        ``step_size``); the room per class (``room_column``) tells such trees apart."""
+        providers = self.providers
+        shape_ids = self._provider_shape_ids
+        looks = []
+        for p in (providers[m] for m in members):
+            units = tuple(
+                sorted((rc, inv.min_unit, inv.step_size) for rc, inv in p.inventories.items())
+            )
+            looks.append(shape_ids.setdefault((p.traits, p.aggregates, units), len(shape_ids)))
+        return self._tree_id(self._root_shape_ids, members, looks)
+
+    def _tree_id(
+        self, ids: dict[tuple[object, ...], int], members: list[int], looks: list[int]
+    ) -> int:
         where = {m: k for k, m in enumerate(members)}
-        key = (
-            tuple(
-                profile_ids.setdefault(
-                    (p.traits, p.aggregates, tuple(sorted(p.inventories.items()))),
-                    len(profile_ids),
-                )
-                for p in (providers[m] for m in members)
-            ),
-            tuple(where.get(providers[m].parent, -1) for m in members),
-        )
-        return self._root_profile_ids.setdefault(key, len(self._root_profile_ids))
+        providers = self.providers
+        key = (tuple(looks), tuple(where.get(providers[m].parent, -1) for m in members))
+        return ids.setdefault(key, len(ids))
+
+    def room_column(self, resource_class: str) -> Any:
+        """Room per provider index for ``resource_class`` as a numpy int64 array: ``min(max_unit,
+        capacity - used)`` clamped to ``[-1, 2**62]``, -1 without inventory (what a summed
+        request of the class must not exceed; built once per snapshot and class)."""
+        column = self._room_columns.get(resource_class)
+        if column is None:
+            rooms = [-1] * len(self.providers)
+            for index in self.index_by_uuid.values():
+                inv = self.providers[index].inventories.get(resource_class)
+                if inv is not None:
+                    rooms[index] = max(-1, min(inv.max_unit, inv.capacity - inv.used, 2**62))
+            column = self._room_columns[resource_class] = numpy.array(rooms, dtype=numpy.int64)
+        return column
 
     def _anchors(self, sharing: int) -> frozenset[int]:
         providers = self.providers
@@ -316,85 +251,3 @@ class FleetSnapshot:
     def summary_resources(self, index: int) -> Mapping[str, InventoryUsage]:
         """The inventories (with usage) of provider ``index``, by resource class."""
         return self.providers[index].inventories
-
-
-def chain_of(providers: list[ProviderInfo], index: int) -> tuple[int, ...]:
-    chain = [index]
-    cursor = providers[index].parent
-    while cursor >= 0:
-        chain.append(cursor)
-        cursor = providers[cursor].parent
-    return tuple(chain)
-
-
-def set_depths(providers: list[ProviderInfo], infos: Iterable[ProviderInfo]) -> None:
-    for info in infos:
-        depth, cursor = 0, info.parent
-        while cursor >= 0:
-            depth += 1
-            cursor = providers[cursor].parent
-        info.depth = depth
-
-
-def build_infos(
-    rows: list[ProviderTuple],
-    index_of: Mapping[int, int],
-    inventories: Iterable[InventoryTuple],
-    usages: Iterable[tuple[int, str, int]],
-    traits: Iterable[tuple[int, str]],
-    aggregates: Iterable[tuple[int, str]],
-) -> list[ProviderInfo]:
-    """``ProviderInfo`` per row (id order), indices from ``index_of`` (parents and roots are
-    among the rows); depths are left at 0 (``set_depths``)."""
-    infos = [
-        ProviderInfo(
-            index=index_of[row[0]],
-            id=row[0],
-            uuid=row[1],
-            parent=index_of[row[2]] if row[2] is not None else -1,
-            root=index_of[row[3]] if row[3] is not None else index_of[row[0]],
-        )
-        for row in rows
-    ]
-    by_id = {info.id: info for info in infos}
-    used: dict[tuple[int, str], int] = {}
-    for pid, rc, amount in usages:
-        used[(pid, rc)] = used.get((pid, rc), 0) + int(amount)
-    # Equal inventories (and trait and aggregate sets) are shared: they are immutable, and a
-    # fleet of look-alike hosts holds a few distinct ones per class (memory at 700,000
-    # providers), and equality checks of shared objects are identity checks.
-    shared_inventories: dict[tuple[object, ...], InventoryUsage] = {}
-    for pid, rc, total, reserved, min_unit, max_unit, step, ratio in inventories:
-        key = (
-            rc,
-            int(total),
-            int(reserved),
-            int(min_unit),
-            int(max_unit),
-            int(step),
-            float(ratio),
-            used.get((pid, rc), 0),
-        )
-        inventory = shared_inventories.get(key)
-        if inventory is None:
-            inventory = shared_inventories[key] = InventoryUsage(*key[1:])
-        by_id[pid].inventories[rc] = inventory
-    shared_sets: dict[frozenset[str], frozenset[str]] = {}
-    for pid, names in _sets_by_provider(traits, shared_sets).items():
-        by_id[pid].traits = names
-    for pid, names in _sets_by_provider(aggregates, shared_sets).items():
-        by_id[pid].aggregates = names
-    return infos
-
-
-def _sets_by_provider(
-    pairs: Iterable[tuple[int, str]], shared: dict[frozenset[str], frozenset[str]]
-) -> dict[int, frozenset[str]]:
-    """``(provider id, name)`` pairs as one frozen set per provider id, equal sets shared
-    (through ``shared``)."""
-    found: dict[int, set[str]] = {}
-    for pid, name in pairs:
-        found.setdefault(pid, set()).add(name)
-    return {
-        pid: shared.setdefault(frozenset(names), frozenset(names)) for pid, names in found.items()
-    }

@@ -12,17 +12,14 @@ from __future__ import annotations
 
 import bisect
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
-from placement_numa.engine.fleet import (
-    FleetSnapshot,
-    InventoryTuple,
-    ProviderInfo,
-    ProviderTuple,
-    build_infos,
-    chain_of,
-    set_depths,
-)
+import numpy
+
+from placement_numa.engine.fleet import FleetSnapshot
+from placement_numa.engine.fleet_rows import build_infos, chain_of, set_depths
+from placement_numa.engine.providers import InventoryTuple, ProviderInfo, ProviderTuple
+from placement_numa.engine.sharing_patch import patch_sharing, share_sharing
 
 __all__ = ["replace_trees"]
 
@@ -86,20 +83,18 @@ def replace_trees(
         new_trees = _share_structure(new, old, old_roots)
     else:
         new_trees = _restructure(new, old, infos, before, gone, old_roots, index_of, movable)
-    root_profiles = old.root_profiles if "root_profiles" in movable else dict(old.root_profiles)
-    for root in old_roots:
-        root_profiles.pop(root, None)
-    for root, members in new_trees.items():
-        root_profiles[root] = new._root_profile(members)
-    new.root_profiles = root_profiles
+    new.root_profiles = _patched_profiles(
+        old.root_profiles, "root_profiles" in movable, old_roots, new_trees, new._root_profile
+    )
+    _patch_shapes(new, old, old_roots, new_trees, movable)
     if same_places and all(
         info.aggregates == before[info.index].aggregates
         and info.sharing == before[info.index].sharing
         for info in infos
     ):
-        _share_sharing(new, old)
+        share_sharing(new, old)
     else:
-        _patch_sharing(new, old, infos, before, loaded)
+        patch_sharing(new, old, infos, before, loaded)
     _patch_class_roots(new, old, before, loaded, old_roots, new_trees)
     new.replaced_providers = frozenset(removed | loaded)
     new.replaced_roots = frozenset(old_roots | set(new_trees))
@@ -144,11 +139,7 @@ def _successor(
     new.revision = revision
     new.patched_from = old.revision
     new.handed_over = False
-    new.resource_class_names = old.resource_class_names
-    new.trait_names = old.trait_names
-    new.trait_order = old.trait_order
-    new._provider_profile_ids = old._provider_profile_ids
-    new._root_profile_ids = old._root_profile_ids
+    _share(new, old, _NEVER_PATCHED)
     plist = old.providers if "providers" in movable else list(old.providers)
     top = max((info.index for info in infos), default=-1) + 1
     plist.extend(infos[0] for _ in range(top - len(plist)))  # placeholders
@@ -164,25 +155,80 @@ def _share_structure(
 ) -> dict[int, list[int]]:
     """Same providers in the same places (usage, inventory, trait, aggregate changes): every
     structural index is shared with ``old``. Returns the replaced trees (root -> members)."""
-    new.index_by_uuid = old.index_by_uuid
-    new.index_by_id = old.index_by_id
-    new.max_id = old.max_id
-    new.tree = old.tree
-    new.roots = old.roots
-    new.uuids = old.uuids
-    new.chains = old.chains
-    new.children_count = old.children_count
-    new.has_trees = old.has_trees
+    _share(new, old, _STRUCTURE)
     return {root: old.tree[root] for root in old_roots}
 
 
-def _share_sharing(new: FleetSnapshot, old: FleetSnapshot) -> None:
-    """No aggregate or sharing trait changed: the aggregate and sharing indexes are ``old``'s."""
-    new.aggregate_members = old.aggregate_members
-    new.sharing = old.sharing
-    new.sharing_anchors = old.sharing_anchors
-    new.shared_into = old.shared_into
-    new.roots_with_sharing = old.roots_with_sharing
+# what a patch never changes (names and profile tables: append-only, shared)
+_NEVER_PATCHED = (
+    "resource_class_names",
+    "trait_names",
+    "trait_order",
+    "_provider_profile_ids",
+    "_root_profile_ids",
+    "_provider_shape_ids",
+    "_root_shape_ids",
+)
+# the structural indexes, unchanged when no provider came, went or moved
+_STRUCTURE = (
+    "index_by_uuid",
+    "index_by_id",
+    "max_id",
+    "tree",
+    "roots",
+    "uuids",
+    "chains",
+    "children_count",
+    "has_trees",
+)
+
+
+def _share(new: FleetSnapshot, old: FleetSnapshot, names: tuple[str, ...]) -> None:
+    """``new`` takes ``old``'s attributes ``names`` (the same objects)."""
+    for name in names:
+        setattr(new, name, getattr(old, name))
+
+
+def _patched_profiles(
+    profiles: dict[int, int],
+    in_place: bool,
+    old_roots: set[int],
+    new_trees: dict[int, list[int]],
+    profile_of: Callable[[list[int]], int],
+) -> dict[int, int]:
+    """``profiles`` (root -> profile id) less ``old_roots`` plus ``new_trees``' profiles,
+    patched in place when ``in_place``."""
+    patched = profiles if in_place else dict(profiles)
+    for root in old_roots:
+        patched.pop(root, None)
+    for root, members in new_trees.items():
+        patched[root] = profile_of(members)
+    return patched
+
+
+def _patch_shapes(
+    new: FleetSnapshot,
+    old: FleetSnapshot,
+    old_roots: set[int],
+    new_trees: dict[int, list[int]],
+    movable: frozenset[str],
+) -> None:
+    """Shape profiles of the replaced trees; room columns patched for the replaced providers
+    (copied: a search of ``old`` may still read them)."""
+    new.shape_profiles = _patched_profiles(
+        old.shape_profiles, "shape_profiles" in movable, old_roots, new_trees, new._shape_profile
+    )
+    new._room_columns = {}
+    size = len(new.providers)
+    changed = [i for members in new_trees.values() for i in members]
+    for rc, column in old._room_columns.items():
+        patched = numpy.full(size, -1, dtype=numpy.int64)
+        patched[: len(column)] = column
+        for index in changed:
+            inv = new.providers[index].inventories.get(rc)
+            room = -1 if inv is None else min(inv.max_unit, inv.capacity - inv.used, 2**62)
+            patched[index] = max(-1, room)
+        new._room_columns[rc] = patched
 
 
 def _patch_class_roots(
@@ -215,54 +261,6 @@ def _patch_class_roots(
             new.class_roots[rc] = roots  # same trees hold the class: share the set
             continue
         new.class_roots[rc] = frozenset((set(roots) - old_roots) | having)
-
-
-def _patch_sharing(
-    new: FleetSnapshot,
-    old: FleetSnapshot,
-    infos: list[ProviderInfo],
-    before: dict[int, ProviderInfo],
-    loaded: set[int],
-) -> None:
-    """Aggregate members and sharing-provider indexes of a patched snapshot, recomputed for
-    the aggregates of every provider that left or entered (Placement's
-    ``anchors_for_sharing_providers`` for the sharing providers in them); ``before``: the
-    replaced providers as ``old`` knows them."""
-    plist = new.providers
-    removed = set(before)
-    touched_aggs: set[str] = set()
-    for p in before.values():
-        touched_aggs |= p.aggregates
-    for info in infos:
-        touched_aggs |= info.aggregates
-    aggregate_members = dict(old.aggregate_members)
-    for agg in touched_aggs:
-        members = {m for m in aggregate_members.get(agg, frozenset()) if m not in removed}
-        members.update(info.index for info in infos if agg in info.aggregates)
-        if members:
-            aggregate_members[agg] = frozenset(members)
-        else:
-            aggregate_members.pop(agg, None)
-    new.aggregate_members = aggregate_members
-    sharing = (old.sharing - removed) | {info.index for info in infos if info.sharing}
-    new.sharing = frozenset(sharing)
-    sharing_changed = any(p.sharing for p in before.values()) or any(info.sharing for info in infos)
-    sharing_anchors = dict(old.sharing_anchors)
-    for i in removed:
-        sharing_anchors.pop(i, None)
-    for i in sharing:
-        p = plist[i]
-        if p.aggregates and (i in loaded or not p.aggregates.isdisjoint(touched_aggs)):
-            anchors = new._anchors(i)
-            if sharing_anchors.get(i) != anchors:
-                sharing_changed = True
-            sharing_anchors[i] = anchors
-    new.sharing_anchors = sharing_anchors
-    if sharing_changed:
-        new._index_sharing()
-    else:
-        new.shared_into = old.shared_into
-        new.roots_with_sharing = old.roots_with_sharing
 
 
 def _restructure(
@@ -326,6 +324,7 @@ def _restructure(
 _PATCHED_INDEXES = (
     "providers",
     "root_profiles",
+    "shape_profiles",
     "index_by_uuid",
     "index_by_id",
     "tree",

@@ -33,6 +33,15 @@ class Counter:
         self.generated += 1
         return True
 
+    def take_many(self, count: int) -> int:
+        """Count up to ``count`` generated candidates at once; how many the cap allowed
+        (``cap_hit`` when fewer)."""
+        if self.cap is not None and self.generated + count > self.cap:
+            count = max(0, self.cap - self.generated)
+            self.cap_hit = True
+        self.generated += count
+        return count
+
 
 def round_robin(streams: Iterable[Iterator[Candidate]]) -> Iterator[Candidate]:
     """Placement's breadth-first order (``util.roundrobin``): the first candidate of every

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import numpy
+
 from placement_numa.engine.candidates import Candidate, TemplateEntry
 from placement_numa.engine.fleet import FleetSnapshot
 from placement_numa.engine.options import slot_options
@@ -21,6 +23,44 @@ from placement_numa.engine.plan import QueryPlan, group_signature
 from placement_numa.engine.search import search_assignments
 
 __all__ = ["RootSearch", "RootView", "RankBoundFn"]
+
+
+# room codes are given up for a class whose amounts add up in more ways than this
+MAX_SUMS = 64
+
+
+def room_codes(plan: QueryPlan) -> list[int] | None:
+    """Per provider index, one small integer telling what its room admits of this query.
+
+    A provider's consumption of a class is a sum of some of the amounts the plan's slots ask
+    of it, and it fits exactly when that sum is at most the provider's room (``min(max_unit,
+    capacity - used)``). Two providers whose rooms admit the same subset sums for every
+    requested class (``searchsorted`` over the sorted sums) behave alike in every check of the
+    search, so trees of one shape (``FleetSnapshot.shape_profiles``) whose members have the
+    same codes have the same answer up to renaming (the snapshot's room columns, vectorised).
+    ``None`` when some class's amounts add up in more than ``MAX_SUMS`` ways.
+    """
+    fleet = plan.fleet
+    amounts: dict[str, list[int]] = {}
+    for slot in plan.slots:
+        for rc, amount in slot.resources:
+            amounts.setdefault(rc, []).append(amount)
+    codes = numpy.zeros(len(fleet.providers), dtype=numpy.int64)
+    span = 1
+    for rc in sorted(amounts):
+        sums = {0}
+        for amount in amounts[rc]:
+            sums |= {s + amount for s in sums}
+            if len(sums) > MAX_SUMS:
+                return None
+        levels = numpy.array(sorted(sums - {0}), dtype=numpy.int64)
+        span *= len(levels) + 1
+        if span > 2**40:
+            return None
+        found = numpy.searchsorted(levels, fleet.room_column(rc), side="right")
+        codes = codes * (len(levels) + 1) + found
+    result: list[int] = codes.tolist()
+    return result
 
 
 class RootSearch:
@@ -47,9 +87,10 @@ class RootSearch:
                     names |= any_of
         self.trait_names = frozenset(names)
         self.by_profile = all(t is None for t in plan.in_tree_root)
-        self.profile_templates: dict[int, list[TemplateEntry]] = {}
+        self.codes = room_codes(plan) if self.by_profile else None
+        self.profile_templates: dict[object, list[TemplateEntry]] = {}
         # per profile: every ordering of each entry (orderings=True replays)
-        self.expanded_templates: dict[int, list[TemplateEntry]] = {}
+        self.expanded_templates: dict[object, list[TemplateEntry]] = {}
         self.bound_cache: dict[object, object] = {}  # see RootView.cache
         self.slot_keys = [
             (
@@ -78,12 +119,22 @@ class RootSearch:
     def candidates(self, root: int, *, orderings: bool = True) -> Iterator[Candidate]:
         """Every candidate anchored at ``root``, lazily, in a deterministic depth-first order;
         ``orderings=False``: one per ordering class of interchangeable units (``_units``)."""
-        runs = self.plan.unit_runs
-        if not orderings or not runs:
+        known = self.replayed(root, orderings=orderings)
+        if known is not None:
+            yield from known
+        elif not orderings or not self.plan.unit_runs:
             yield from self.bases(root)
-            return
+        else:
+            for base in self.bases(root):
+                yield from self.orderings(base)
+
+    def replayed(self, root: int, *, orderings: bool = True) -> list[Candidate] | None:
+        """``candidates(root)`` as a list when a look-alike root's answer is known (replayed,
+        no search), else ``None``."""
         profile = self._profile(root)
-        if profile >= 0:
+        if profile is None:
+            return None
+        if orderings and self.plan.unit_runs:
             known = self.expanded_templates.get(profile)
             if known is None and profile in self.profile_templates:
                 known = self.expanded_templates[profile] = [
@@ -91,14 +142,12 @@ class RootSearch:
                     for entry in self.profile_templates[profile]
                     for variant in self._entry_orderings(entry)
                 ]
-            if known is not None:
-                members = self.plan.fleet.tree[root]
-                layout = self.layout
-                for entry in known:
-                    yield Candidate.replayed(root, members, entry, layout)
-                return
-        for base in self.bases(root):
-            yield from self.orderings(base)
+        else:
+            known = self.profile_templates.get(profile)
+        if known is None:
+            return None
+        members, layout = self.plan.fleet.tree[root], self.layout
+        return [Candidate(root, None, None, layout, members, entry) for entry in known]
 
     def _entry_orderings(self, entry: TemplateEntry) -> Iterator[TemplateEntry]:
         """``entry`` and its reorderings, in positions."""
@@ -125,10 +174,17 @@ class RootSearch:
                 continue
             yield Candidate(base.anchor, tuple(chosen), base.allocations, base.layout)
 
-    def _profile(self, root: int) -> int:
-        if self.by_profile and root not in self.plan.fleet.shared_into:
-            return self.plan.fleet.root_profiles[root]
-        return -1
+    def _profile(self, root: int) -> object | None:
+        """What decides ``root``'s answer up to renaming its tree's members (``None``: the
+        root must be searched, ``in_tree`` or a sharing provider anchored there): its tree's
+        shape and the room codes of its members, or its exact look."""
+        fleet = self.plan.fleet
+        if not self.by_profile or root in fleet.shared_into:
+            return None
+        codes = self.codes
+        if codes is None:
+            return fleet.root_profiles[root]
+        return (fleet.shape_profiles[root], tuple([codes[m] for m in fleet.tree[root]]))
 
     def bases(self, root: int) -> Iterator[Candidate]:
         """Candidates anchored at ``root`` with interchangeable units in non-decreasing order
@@ -137,16 +193,13 @@ class RootSearch:
         fleet = plan.fleet
         layout = self.layout
         profile = self._profile(root)
-        if profile >= 0:
-            known = self.profile_templates.get(profile)
-            if known is not None:
-                members = fleet.tree[root]
-                for entry in known:
-                    yield Candidate.replayed(root, members, entry, layout)
-                return
+        known = self.replayed(root, orderings=False)
+        if known is not None:
+            yield from known
+            return
         options = self.options(root)
         if options is None:
-            if profile >= 0 and len(self.profile_templates) < self.MAX_TEMPLATES:
+            if profile is not None and len(self.profile_templates) < self.MAX_TEMPLATES:
                 self.profile_templates[profile] = []
             return
         relevant = sorted(set().union(*options))
@@ -165,12 +218,12 @@ class RootSearch:
             )
         recorded = []
         by_member = []
-        where = {m: k for k, m in enumerate(fleet.tree[root])} if profile >= 0 else {}
+        where = {m: k for k, m in enumerate(fleet.tree[root])} if profile is not None else {}
         for entry in results:
             if template is None:
                 recorded.append(entry)
             candidate = Candidate.replayed(root, relevant, entry, layout)
-            if profile >= 0:
+            if profile is not None:
                 chosen = candidate.chosen
                 allocations = candidate.allocations
                 by_member.append(
@@ -182,7 +235,7 @@ class RootSearch:
             yield candidate
         if template is None and len(self.templates) < self.MAX_TEMPLATES:
             self.templates[signature] = recorded
-        if profile >= 0 and len(self.profile_templates) < self.MAX_TEMPLATES:
+        if profile is not None and len(self.profile_templates) < self.MAX_TEMPLATES:
             self.profile_templates[profile] = by_member
 
     def _signature(

@@ -107,10 +107,12 @@ class SnapshotEngine:
                 strategy=options.get("strategy") or self.strategy,
                 need=limit,
             )
-            for candidate in candidates:
-                found.append(candidate)
-                if limit is not None and len(found) >= limit:
+            for batch in candidates:
+                if limit is not None and len(found) + len(batch) >= limit:
+                    found.extend(batch[: limit - len(found)])
                     break
+                found.extend(batch)
+                stream.wanted = None if limit is None else limit - len(found)
         stats = SearchStats(
             returned=len(found),
             generated=counter.generated,
@@ -143,6 +145,8 @@ class _Stream:
         self.orderings = orderings
         self.searcher = RootSearch(plan)
         self.seen: set[tuple[object, ...]] = set()
+        # candidates still wanted by the caller (``None``: all), updated between batches
+        self.wanted: int | None = None
 
     def run(
         self,
@@ -153,9 +157,11 @@ class _Stream:
         diversify: bool,
         strategy: GenerationStrategy,
         need: int | None,
-    ) -> Iterator[Candidate]:
-        """The candidates in engine order (see ``SnapshotEngine.search``)."""
+    ) -> Iterator[list[Candidate]]:
+        """The candidates in engine order (see ``SnapshotEngine.search``), in batches (a
+        replayed root's candidates at once)."""
         fleet = self.fleet
+        self.wanted = need
         roots: Iterable[int] = candidate_roots(self.plan)
         if only_roots is not None:
             allowed = {fleet.index_by_uuid.get(u, -1) for u in only_roots}
@@ -163,23 +169,40 @@ class _Stream:
         if self.engine.randomize:
             roots = list(roots)
             random.shuffle(roots)
-        if rank is None:
-            if strategy == "breadth-first":
-                yield from round_robin(self.per_root(root) for root in roots)
-                return
+        if rank is None and strategy != "breadth-first":
             for root in roots:
-                yield from self.per_root(root)
+                yield from self.batches(root)
                 if self.counter.cap_hit:
                     return
             return
-        yield from merge_ranked(
-            self.searcher,
-            roots,
-            lambda root: self.ranked_root(root, rank, need),
-            rank_bound if not self.engine.randomize else None,
-            diversify=diversify,
-            counter=self.counter,
-        )
+        if rank is None:
+            stream = round_robin(self.per_root(root) for root in roots)
+        else:
+            stream = merge_ranked(
+                self.searcher,
+                roots,
+                lambda root: self.ranked_root(root, rank, need),
+                rank_bound if not self.engine.randomize else None,
+                diversify=diversify,
+                counter=self.counter,
+            )
+        for candidate in stream:
+            yield [candidate]
+
+    def batches(self, root: int) -> Iterator[list[Candidate]]:
+        """An unranked root's candidates (``per_root``), a replayed root's at once."""
+        known = None
+        if not self.exclude_nested and self.accept is None:
+            if root not in self.fleet.roots_with_sharing:
+                known = self.searcher.replayed(root, orderings=self.orderings)
+        if known is None:
+            for candidate in self.per_root(root):
+                yield [candidate]
+            return
+        self.counter.roots += 1
+        wanted = len(known) if self.wanted is None else min(len(known), self.wanted)
+        taken = self.counter.take_many(wanted)
+        yield known if taken == len(known) else known[:taken]
 
     def bases(self, root: int, every_ordering: bool = False) -> Iterator[Candidate]:
         """The root's candidates, one per ordering class (all with ``every_ordering``),
