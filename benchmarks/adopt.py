@@ -24,8 +24,8 @@ from typing import Any
 
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Connection, make_url
+from upstream import ensure_venv  # benchmarks/upstream.py
 
-from benchmarks.upstream import ensure_venv
 from placement_numa.db import adopt
 from placement_numa.db.database import normalise_url
 from placement_numa.db.standard_names import sync_standard_names
@@ -62,8 +62,8 @@ def fill(conn: Connection, hosts: int, seed: int = 13) -> None:
     if conn.dialect.name == "mysql":  # resource_classes.id is AUTO_INCREMENT upstream: VCPU is 0
         conn.execute(text("SET SESSION sql_mode = 'NO_AUTO_VALUE_ON_ZERO'"))
     sync_standard_names(conn)  # what upstream does at its first start
-    rc = dict(conn.execute(text("SELECT name, id FROM resource_classes")).all())
-    trait = dict(conn.execute(text("SELECT name, id FROM traits")).all())
+    rc: dict[str, int] = dict(conn.execute(text("SELECT name, id FROM resource_classes")).all())
+    trait: dict[str, int] = dict(conn.execute(text("SELECT name, id FROM traits")).all())
     conn.execute(text("INSERT INTO projects (external_id) VALUES ('p')"))
     conn.execute(text("INSERT INTO users (external_id) VALUES ('u')"))
     rows: dict[str, list[dict[str, Any]]] = {k: [] for k in ("rp", "inv", "tr", "co", "al")}
