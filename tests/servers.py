@@ -129,3 +129,14 @@ def stop_process(process: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+def unexpected_tracebacks(log: str) -> list[str]:
+    """Tracebacks in a service log other than SQLAlchemy's pool giving up a dead connection
+    ("Exception during reset or similar": logged and handled, the client sees nothing)."""
+    blocks = log.split("Traceback (most recent call last):")
+    return [
+        block[-300:]
+        for before, block in zip(blocks, blocks[1:], strict=False)
+        if "reset or similar" not in before[-300:]
+    ]

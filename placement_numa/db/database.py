@@ -13,14 +13,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import create_engine, event, select, update
+from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import NullPool
 
 from placement_numa.db import resilience
 from placement_numa.db.repositories import changes
 from placement_numa.db.resilience import DatabaseOptions, GuardedQueuePool
-from placement_numa.db.tables import placement_revision
 
 __all__ = ["Database", "make_engine", "normalise_url"]
 
@@ -150,30 +149,10 @@ class Database:
                     if self.dialect == "postgresql":  # one round trip under the counter's lock
                         changes.bump_record_and_commit(conn)
                     else:
-                        changes.record(conn, bump_revision(conn))
+                        changes.bump_and_record(conn)
             finally:
                 changes.end(conn)
 
     def dispose(self) -> None:
         """Close the engine's pooled connections (at shutdown)."""
         self.engine.dispose()
-
-
-_BUMP_REVISION = (
-    update(placement_revision)
-    .where(placement_revision.c.id == 1)
-    .values(revision=placement_revision.c.revision + 1)
-)
-
-
-def bump_revision(conn: Connection) -> int:
-    """Increment the single fleet revision counter inside the caller's transaction; returns the
-    new revision (the row stays locked by this transaction until it ends)."""
-    statement = _BUMP_REVISION
-    if conn.dialect.update_returning:  # PostgreSQL, SQLite: one round trip
-        return int(conn.execute(statement.returning(placement_revision.c.revision)).scalar_one())
-    conn.execute(statement)
-    value = conn.execute(
-        select(placement_revision.c.revision).where(placement_revision.c.id == 1)
-    ).scalar()
-    return int(value or 0)

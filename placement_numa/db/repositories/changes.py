@@ -7,6 +7,20 @@ statements. At the end ``Database.write()`` bumps ``placement_revision`` and cal
 which writes one ``placement_changes`` row per touched provider with the new revision, in the
 same transaction (so the rows commit, or vanish, with the writes they describe).
 
+**Counter rows.** ``placement_revision`` holds one counter row per *stripe*: stripe 0 (row
+id 1) everywhere, except on a MariaDB Galera cluster, where each node's writers bump the row of
+their node (``stripe``: the node's ``wsrep_local_index``, row id ``1 + index``). Writes through
+different nodes then update different rows and never fail certification against each other
+for the counter's sake (one shared row made every pair of concurrent writes through two nodes
+conflict); writes through one node queue on its row, as all writes do on one server. Each
+stripe counts its own commits, one by one (its row is updated by one transaction at a time, on
+any node: Galera certifies the row like any other), and the change rows of stripe ``s`` at
+stripe revision ``r`` carry ``revision = s * STRIPE_SPAN + r`` (stripe 0: the stripe revision
+itself, as with one counter). The fleet revision readers compare is the sum of the counter rows
+(``fleet.current_revision``): it grows by one with every committed write, through any node, so a
+reader that finds it unchanged missed nothing, and a reader holding the stripe revisions
+(``fleet.held_revisions``) finds every change row since, stripe by stripe.
+
 Rows (``kind``): ``"provider"`` (``provider_id`` touched), ``"names"`` (no provider touched;
 resource class or trait names may have changed), ``"all"`` (the transaction changed fleet tables
 without describing which providers: a reader reloads everything). Every revision gets at least
@@ -24,7 +38,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import bindparam, delete, event, insert, select
+from sqlalchemy import and_, bindparam, delete, event, insert, or_, select, update
+from sqlalchemy.dialects.mysql import insert as mysql_insert
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.dml import Delete, Insert, Update
 
@@ -33,6 +48,11 @@ from placement_numa.db import tables as t
 __all__ = [
     "touch",
     "begin",
+    "stripe",
+    "bump_and_record",
+    "changes_since_revisions",
+    "STRIPE_SPAN",
+    "MAX_STRIPES",
     "end",
     "record",
     "bump_record_and_commit",
@@ -49,6 +69,10 @@ PROVIDER, NAMES, ALL = "provider", "names", "all"
 # Rows of the last KEEP_REVISIONS revisions are kept; every PRUNE_EVERY revisions, older rows go.
 KEEP_REVISIONS = 2000
 PRUNE_EVERY = 100
+# Change-log revisions of stripe s: s * STRIPE_SPAN + its own revision; at most MAX_STRIPES.
+STRIPE_SPAN = 2**40
+MAX_STRIPES = 64
+_STRIPE_KEY = "placement_numa.revision_stripe"
 
 _KEY = "placement_numa.pending_changes"
 _FLEET_TABLES = frozenset(
@@ -128,15 +152,54 @@ def _rows(conn: Connection) -> list[tuple[str, int | None]]:
     return rows
 
 
-def record(conn: Connection, revision: int) -> None:
-    """Write the change rows of the ending transaction at ``revision`` (its new revision), and
-    prune rows older than ``KEEP_REVISIONS`` every ``PRUNE_EVERY`` revisions."""
+def record(conn: Connection, revision: int, stripe: int = 0) -> None:
+    """Write the change rows of the ending transaction at ``revision`` (the new revision of
+    ``stripe``), and prune that stripe's rows older than ``KEEP_REVISIONS`` every
+    ``PRUNE_EVERY`` revisions."""
+    base = stripe * STRIPE_SPAN
     conn.execute(
         _INSERT,
-        [{"revision": revision, "kind": kind, "provider_id": p} for kind, p in _rows(conn)],
+        [{"revision": base + revision, "kind": kind, "provider_id": p} for kind, p in _rows(conn)],
     )
     if revision % PRUNE_EVERY == 0:
-        conn.execute(_PRUNE, {"oldest_kept": revision - KEEP_REVISIONS + 1})
+        conn.execute(_PRUNE, {"lowest": base, "oldest_kept": base + revision - KEEP_REVISIONS + 1})
+
+
+def stripe(conn: Connection) -> int:
+    """The counter stripe this connection's write transactions bump (module docstring): the
+    Galera node's ``wsrep_local_index`` (distinct among the members of a cluster), else 0.
+    Read once per database connection (a reconnect reads it again; should two nodes share a
+    stripe meanwhile, their writes conflict on its row and are re-run, as with one counter)."""
+    if conn.dialect.name != "mysql":
+        return 0
+    info = conn.connection.info
+    cached = info.get(_STRIPE_KEY)
+    if cached is None:
+        row = conn.exec_driver_sql("SHOW STATUS LIKE 'wsrep_local_index'").first()
+        value = str(row[1]) if row is not None else ""
+        cached = int(value) if value.isdigit() and int(value) < MAX_STRIPES else 0
+        info[_STRIPE_KEY] = cached
+    return int(cached)
+
+
+def bump_and_record(conn: Connection) -> None:
+    """SQLite and MariaDB: bump this transaction's counter stripe (``stripe``; its row is
+    created on a stripe's first write) and write the change rows at its new revision
+    (``record``). PostgreSQL uses ``bump_record_and_commit``."""
+    index = stripe(conn)
+    row_id = 1 + index
+    rt = t.placement_revision
+    if index == 0:
+        bump = update(rt).where(rt.c.id == 1).values(revision=rt.c.revision + 1)
+        if conn.dialect.update_returning:  # SQLite: one round trip
+            record(conn, int(conn.execute(bump.returning(rt.c.revision)).scalar_one()))
+            return
+        conn.execute(bump)
+    else:
+        upsert = mysql_insert(rt).values(id=row_id, revision=1)
+        conn.execute(upsert.on_duplicate_key_update(revision=rt.c.revision + 1))
+    value = conn.execute(select(rt.c.revision).where(rt.c.id == row_id)).scalar()
+    record(conn, int(value or 0), index)
 
 
 def bump_record_and_commit(conn: Connection) -> None:
@@ -174,7 +237,8 @@ def bump_record_and_commit(conn: Connection) -> None:
 
 _INSERT = insert(t.placement_changes)
 _PRUNE = delete(t.placement_changes).where(
-    t.placement_changes.c.revision < bindparam("oldest_kept")
+    t.placement_changes.c.revision >= bindparam("lowest"),
+    t.placement_changes.c.revision < bindparam("oldest_kept"),
 )
 
 
@@ -187,3 +251,31 @@ def changes_since(conn: Connection, revision: int) -> list[tuple[int, str, int |
         .order_by(pc.c.revision, pc.c.id)
     )
     return [(int(r), str(k), None if p is None else int(p)) for r, k, p in result]
+
+
+def changes_since_revisions(
+    conn: Connection, held: dict[int, int], now: dict[int, int]
+) -> dict[int, list[tuple[int, str, int | None]]]:
+    """Per stripe ``s`` of ``now``, ``(stripe revision, kind, provider_id)`` of its change rows
+    after ``held[s]`` (0 when absent) up to ``now[s]``, oldest first (one query)."""
+    pc = t.placement_changes
+    ranges = [
+        and_(
+            pc.c.revision > s * STRIPE_SPAN + held.get(s, 0),
+            pc.c.revision <= s * STRIPE_SPAN + revision,
+        )
+        for s, revision in sorted(now.items())
+        if revision > held.get(s, 0)
+    ]
+    found: dict[int, list[tuple[int, str, int | None]]] = {s: [] for s in now}
+    if not ranges:
+        return found
+    result = conn.execute(
+        select(pc.c.revision, pc.c.kind, pc.c.provider_id)
+        .where(or_(*ranges))
+        .order_by(pc.c.revision, pc.c.id)
+    )
+    for encoded, kind, p in result:
+        s, revision = divmod(int(encoded), STRIPE_SPAN)
+        found.setdefault(s, []).append((revision, str(kind), None if p is None else int(p)))
+    return found

@@ -6,9 +6,10 @@ transaction (REPEATABLE READ on PostgreSQL and MariaDB, a deferred read transact
 WAL mode: all statements see one consistent state).
 
 ``SqlFleetSource(database)`` is the engine's ``FleetSource``: each ``snapshot()`` reads the
-revision counter (one tiny statement) and refreshes only if it moved. Every write transaction bumps
-the counter before committing (``Database.write``), so a query started after a commit, in any
-worker process, sees that commit. The refresh (``refresh_fleet``) reads the change log rows
+revision (the sum of the counter rows: one row, or one per writing Galera node, see
+``repositories.changes``; one tiny statement) and refreshes only if it moved. Every write
+transaction bumps a counter row before committing (``Database.write``), so a query started after
+a commit, in any worker process, sees that commit. The refresh (``refresh_fleet``) reads the change log rows
 written by those transactions (``repositories.changes``) and reloads only the trees they touched,
 patching the previous snapshot; it falls back to a whole load when the log does not cover the
 gap (pruned rows, writes outside ``Database.write``) or touched many trees.
@@ -31,15 +32,46 @@ from placement_numa.db.repositories import changes
 from placement_numa.engine.fleet import FleetSnapshot, InventoryTuple, ProviderTuple
 from placement_numa.engine.fleet_patch import replace_trees
 
-__all__ = ["current_revision", "load_fleet", "refresh_fleet", "SqlFleetSource"]
+__all__ = [
+    "current_revision",
+    "current_revisions",
+    "held_revisions",
+    "load_fleet",
+    "refresh_fleet",
+    "SqlFleetSource",
+]
 
 
 def current_revision(conn: Connection) -> int:
-    """The fleet revision counter (0 if the row is missing)."""
+    """The fleet revision: the sum of the ``placement_revision`` counter rows (one row, except
+    one per writing node on a Galera cluster: ``changes``' module docstring); it grows by one
+    with every committed write transaction. 0 when there is no row."""
     value = conn.execute(
-        select(t.placement_revision.c.revision).where(t.placement_revision.c.id == 1)
+        select(func.coalesce(func.sum(t.placement_revision.c.revision), 0))
     ).scalar()
     return int(value or 0)
+
+
+def current_revisions(conn: Connection) -> dict[int, int]:
+    """``{stripe: revision}`` of every counter row (stripe = row id - 1)."""
+    rt = t.placement_revision
+    return {int(i) - 1: int(r) for i, r in conn.execute(select(rt.c.id, rt.c.revision))}
+
+
+# The stripe revisions a snapshot reflects, kept on the snapshot itself (the engine does not
+# read them; ``refresh_fleet`` needs them to find the change rows since).
+_HELD = "_placement_numa_stripe_revisions"
+
+
+def held_revisions(fleet: FleetSnapshot) -> dict[int, int] | None:
+    """The ``{stripe: revision}`` ``fleet`` was read or patched at (``None``: unknown)."""
+    held: dict[int, int] | None = getattr(fleet, _HELD, None)
+    return held
+
+
+def _hold(fleet: FleetSnapshot, revisions: dict[int, int]) -> FleetSnapshot:
+    setattr(fleet, _HELD, dict(revisions))
+    return fleet
 
 
 def _names(conn: Connection) -> tuple[dict[int, str], dict[int, str]]:
@@ -189,19 +221,39 @@ def _tree_rows(conn: Connection, roots: list[int]) -> Rows:
 
 def load_fleet(conn: Connection) -> FleetSnapshot:
     """Read everything the candidate search needs and build a ``FleetSnapshot``."""
-    revision = current_revision(conn)
+    revisions = current_revisions(conn)
     rc_names, trait_names = _names(conn)
-    fleet = FleetSnapshot.build(revision, *_rows(conn, rc_names, trait_names))
+    fleet = FleetSnapshot.build(sum(revisions.values()), *_rows(conn, rc_names, trait_names))
     fleet.resource_class_names = frozenset(rc_names.values())
     fleet.trait_names = frozenset(trait_names.values())
     fleet.trait_order = {name: id_ for id_, name in trait_names.items()}
-    return fleet
+    return _hold(fleet, revisions)
+
+
+def _log_since(
+    conn: Connection, fleet: FleetSnapshot, now: dict[int, int]
+) -> list[tuple[int, str, int | None]] | None:
+    """``(stripe revision, kind, provider_id)`` of every change since ``fleet``, or ``None``
+    when the log cannot tell (stripe revisions unknown or moved back, rows pruned or missing:
+    writes around ``Database.write()``)."""
+    held = held_revisions(fleet)
+    if held is None or any(now.get(s, -1) < revision for s, revision in held.items()):
+        return None
+    found = changes.changes_since_revisions(conn, held, now)
+    rows: list[tuple[int, str, int | None]] = []
+    for s, revision in now.items():
+        stripe_rows = found.get(s, [])
+        if {r for r, _, _ in stripe_rows} != set(range(held.get(s, 0) + 1, revision + 1)):
+            return None
+        rows += stripe_rows
+    return rows
 
 
 def refresh_fleet(conn: Connection, fleet: FleetSnapshot, *, owned: bool = False) -> FleetSnapshot:
     """``fleet`` brought up to the current revision, in one read transaction: patched from the
-    change log (``placement_changes``) when it covers every revision since ``fleet.revision``
-    and names few trees, else loaded whole (``load_fleet``).
+    change log (``placement_changes``) when it covers every revision of every counter stripe
+    since the ones ``fleet`` was read at and names few trees, else loaded whole
+    (``load_fleet``).
 
     The trees replaced are those that held, in ``fleet``, a provider the writes touched, and
     those that hold one now (a re-parent touches the whole moved subtree, so both its old and
@@ -210,16 +262,14 @@ def refresh_fleet(conn: Connection, fleet: FleetSnapshot, *, owned: bool = False
     holds it; it is not used afterwards unless ``fleet.handed_over`` stayed false), so the
     patch may reuse its indexes in place (``replace_trees(owned=True)``).
     """
-    revision = current_revision(conn)
+    now = current_revisions(conn)
+    revision = sum(now.values())
     if revision == fleet.revision:
         return fleet
     if revision < fleet.revision:
         return load_fleet(conn)
-    rows = changes.changes_since(conn, fleet.revision)
-    if {r for r, _, _ in rows} != set(range(fleet.revision + 1, revision + 1)):
-        return load_fleet(conn)  # pruned, or written around ``Database.write()``
-    rows = [row for row in rows if row[0] <= revision]
-    if any(kind == changes.ALL for _, kind, _ in rows):
+    rows = _log_since(conn, fleet, now)
+    if rows is None or any(kind == changes.ALL for _, kind, _ in rows):
         return load_fleet(conn)
     touched = sorted({p for _, kind, p in rows if kind == changes.PROVIDER and p is not None})
     if len(touched) > MAX_TOUCHED:
@@ -246,7 +296,7 @@ def refresh_fleet(conn: Connection, fleet: FleetSnapshot, *, owned: bool = False
         patched.resource_class_names = frozenset(rc_names.values())
         patched.trait_names = frozenset(trait_names.values())
         patched.trait_order = {name: id_ for id_, name in trait_names.items()}
-    return patched
+    return _hold(patched, now)
 
 
 def _known_roots(fleet: FleetSnapshot, provider_ids: list[int]) -> set[int]:
