@@ -9,10 +9,10 @@ WAL mode: all statements see one consistent state).
 revision (the sum of the counter rows: one row, or one per writing Galera node, see
 ``repositories.changes``; one tiny statement) and refreshes only if it moved. Every write
 transaction bumps a counter row before committing (``Database.write``), so a query started after
-a commit, in any worker process, sees that commit. The refresh (``refresh_fleet``) reads the change log rows
-written by those transactions (``repositories.changes``) and reloads only the trees they touched,
-patching the previous snapshot; it falls back to a whole load when the log does not cover the
-gap (pruned rows, writes outside ``Database.write``) or touched many trees.
+a commit, in any worker process, sees that commit. The refresh (``refresh_fleet``) reads the
+change log rows written by those transactions (``repositories.changes``) and reloads only the
+trees they touched, patching the previous snapshot; it falls back to a whole load when the log
+does not cover the gap (pruned rows, writes outside ``Database.write``) or touched many trees.
 """
 
 from __future__ import annotations
