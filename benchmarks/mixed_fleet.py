@@ -230,8 +230,15 @@ def seed(base: str, specs: list[HostSpec], way: str = "rest") -> dict[str, float
     """Seed ``specs`` into the service at ``base`` (16 client threads), ``way`` "rest" (the
     Placement way) or "batch" (10 host trees per ``POST /resource_providers/batch``), then
     their guests. Returns ``{"wall": s, "providers": n}``."""
-    limits = httpx.Limits(max_connections=32)
     started = time.perf_counter()
+    seed_trees(base, specs, way)
+    providers = sum(1 + s.cells * (1 + len(_pages(s))) for s in specs)
+    return {"wall": time.perf_counter() - started, "providers": providers}
+
+
+def seed_trees(base: str, specs: list[HostSpec], way: str = "rest") -> list[dict[str, str]]:
+    """``seed``'s work; returns each host's provider uuids (``seed_host_rest``'s keys)."""
+    limits = httpx.Limits(max_connections=32)
     with RetryingClient(base_url=base, timeout=600, limits=limits) as client:
         for _, trait, _ in (*PAGES, PAGE_1G):
             client.put(f"/traits/{trait}", headers=HEADERS)
@@ -244,8 +251,7 @@ def seed(base: str, specs: list[HostSpec], way: str = "rest") -> dict[str, float
                     t for chunk in pool.map(lambda c: _batch(client, c), chunks) for t in chunk
                 ]
             list(pool.map(lambda pair: place_guests(client, *pair), zip(specs, trees, strict=True)))
-    providers = sum(1 + s.cells * (1 + len(_pages(s))) for s in specs)
-    return {"wall": time.perf_counter() - started, "providers": providers}
+    return trees
 
 
 def _batch(client: httpx.Client, chunk: list[HostSpec]) -> list[dict[str, str]]:

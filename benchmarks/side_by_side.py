@@ -1,10 +1,12 @@
 """placement-numa and OpenStack Placement 16 side by side, on the same fleet seeded over REST.
 
-Both services get the fleet of ``benchmarks/candidates.py`` (``--hosts`` compute nodes of
-``--cells`` NUMA cells with 4K/2M page-size children, an instance on every fourth host) through
-their APIs (16 client threads), on SQLite or PostgreSQL, with 2 workers each. Then, from one
-client, each query of ``candidates.QUERIES`` (``--only``) at each limit (``--limits``) is timed on
-both (``--repeat`` runs, p50 in ms), with the candidate counts (which must match) and the ratio.
+Both services get issue 21's mixed fleet (``benchmarks/mixed_fleet.py``, ``--seed``; the
+default), or with ``--fleet uniform`` the fleet of ``benchmarks/candidates.py`` (``--hosts``
+compute nodes of ``--cells`` NUMA cells with 4K/2M page-size children, an instance on every
+fourth host), through their APIs (16 client threads), on SQLite or PostgreSQL, with 2 workers
+each. Then, from one client, each query of the fleet's ``QUERIES`` (``--only``) at each limit
+(``--limits``) is timed on both (``--repeat`` runs, p50 in ms), with the candidate counts
+(which must match) and the ratio.
 It also reports seeding throughput (providers/s), the distinct hosts of a limit-50 answer under
 each generation strategy, and 4 concurrent allocation writers (``--writers``: p50/p99/max, 5xx).
 
@@ -63,8 +65,16 @@ UPSTREAM_SAFE = {
 }
 
 
+FLEET: dict[str, Any] = {"kind": "mixed", "seed": 21}  # --fleet and --seed, set by main
+
+
 def query(name: str) -> str:
-    """``candidates.QUERIES[name]`` with the page-size traits both services know."""
+    """The query ``name`` of the fleet in use: ``mixed_fleet.QUERIES`` (issue 21's), or
+    ``candidates.QUERIES`` with the page-size traits both services know."""
+    if FLEET["kind"] == "mixed":
+        import mixed_fleet  # benchmarks/mixed_fleet.py (it imports this module)
+
+        return mixed_fleet.QUERIES[name]
     text = QUERIES[name]
     for ours_only, custom in UPSTREAM_SAFE.items():
         text = text.replace(ours_only, custom)
@@ -179,6 +189,8 @@ def seed_measured(
     /resource_providers/batch``; "rest": three requests per provider), 16 client threads.
     Returns the hosts' provider uuids and the seeding's figures: providers/s, wall, the
     services' and the client's CPU seconds, how it was seeded."""
+    if FLEET["kind"] == "mixed":
+        return _seed_mixed(base, hosts, cells, way)
     providers = hosts * (1 + cells * (1 + len(PAGE_SIZES)))
     limits = httpx.Limits(max_connections=32)
     with RetryingClient(base_url=base, timeout=600, limits=limits) as c:
@@ -210,6 +222,31 @@ def seed_measured(
         }
         with ThreadPoolExecutor(16) as pool:
             list(pool.map(lambda host: allocate(c, host), found[::4]))
+    return found, figures
+
+
+def _seed_mixed(
+    base: str, hosts: int, cells: int, way: str
+) -> tuple[list[dict[str, str]], dict[str, Any]]:
+    """``seed_measured`` for issue 21's mixed fleet (``benchmarks/mixed_fleet.py``, its guests
+    included; ``--seed``)."""
+    import mixed_fleet  # benchmarks/mixed_fleet.py (it imports this module)
+
+    specs = mixed_fleet.host_specs(hosts, cells, int(FLEET["seed"]))
+    cpu_services, cpu_client = services_cpu_seconds(), time.process_time()
+    started = time.perf_counter()
+    found = mixed_fleet.seed_trees(base, specs, way)
+    wall = time.perf_counter() - started
+    providers = len(mixed_fleet.snapshot_rows(specs)[0])
+    figures = {
+        "rate": providers / wall,
+        "wall": wall,
+        "cpu_services": services_cpu_seconds() - cpu_services,
+        "cpu_client": time.process_time() - cpu_client,
+        "how": "POST /resource_providers/batch, 10 hosts per request"
+        if way == "batch"
+        else "POST /resource_providers + PUT inventories + PUT traits per provider",
+    }
     return found, figures
 
 
@@ -300,6 +337,13 @@ def writers(base: str, hosts: list[dict[str, str]], count: int, threads: int = 4
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--hosts", type=int, default=1000)
+    parser.add_argument(
+        "--fleet",
+        choices=("mixed", "uniform"),
+        default="mixed",
+        help="issue 21's mixed fleet (benchmarks/mixed_fleet.py, default) or candidates.py's",
+    )
+    parser.add_argument("--seed", type=int, default=21, help="the mixed fleet's random seed")
     parser.add_argument("--cells", type=int, default=2)
     parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
     parser.add_argument("--port", type=int, default=19310)
@@ -318,6 +362,7 @@ def main() -> int:
         "--batch-hosts", type=int, default=BATCH_HOSTS, help="host trees per batch request"
     )
     args = parser.parse_args()
+    FLEET.update(kind=args.fleet, seed=args.seed)
 
     workdir = Path(tempfile.mkdtemp(prefix="pn-side-"))
     results: dict[str, dict[object, Any]] = {}
@@ -382,9 +427,12 @@ def main() -> int:
                         results[side][(name, "hosts50-bf")] = distinct_hosts(r.json())
 
     providers = args.hosts * (1 + args.cells * (1 + len(PAGE_SIZES)))
+    shape = f"x 2 page sizes = {providers} providers"
+    if args.fleet == "mixed":
+        shape = f"(mixed, --seed {args.seed}, guests on 30% of hosts)"
     print()
     print(
-        f"fleet: {args.hosts} hosts x {args.cells} cells x 2 page sizes = {providers} providers;"
+        f"fleet: {args.hosts} hosts x {args.cells} cells {shape};"
         f" {args.backend}; 2 workers each; seeded through the API (16 threads)"
     )
     up = results.get("upstream", {})
