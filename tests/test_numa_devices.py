@@ -36,6 +36,7 @@ CONF = """
 alias = {"name": "nic", "vendor_id": "8086", "product_id": "1572", "traits": "physnet_a"}
 alias = {"name": "gpu", "resource_class": "GPU_A100", "numa_policy": "preferred"}
 alias = {"name": "strict", "vendor_id": "8086", "product_id": "1572", "numa_policy": "required"}
+alias = {"name": "absent", "vendor_id": "8086", "product_id": "9999"}
 """
 
 
@@ -280,6 +281,11 @@ def test_unknown_alias_and_bad_value(dapi: PlacementAPI) -> None:
         assert response.status_code == 400, response.text
         error = response.json()["errors"][0]
         assert error["code"] == "placement_numa.flavor.invalid" and words in error["detail"]
+
+
+def test_alias_of_a_class_nobody_has_gives_no_candidates(dapi: PlacementAPI) -> None:
+    host(dapi, "a", nic(0))
+    assert candidates(dapi, {"pci_passthrough:alias": "absent:1"}) == []
 
 
 def test_device_guest_without_numa_request_is_one_cell(dapi: PlacementAPI) -> None:

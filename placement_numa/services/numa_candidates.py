@@ -175,15 +175,29 @@ def _cell_index(
     return CellIndexCache.of(engine).get(database, fleet.revision)
 
 
+def _known_classes(query: CandidateQuery | None, fleet: FleetSnapshot) -> CandidateQuery | None:
+    """``query``, or ``None`` when it asks a resource class the service does not know (a
+    device alias whose class no provider was given yet: a valid flavor, no candidates)."""
+    known = fleet.resource_class_names
+    if query is None or known is None:
+        return query
+    if any(rc not in known for g in query.groups for rc in g.resources):
+        return None
+    return query
+
+
 def _runnable(numa: NumaQuery, fleet: FleetSnapshot) -> NumaQuery | None:
     """``numa`` with its search and fallback queries checked against the traits the service
     knows (``numa.unknown_traits``): ``None`` when the search requires an unknown trait (no
     candidates, never a 400: the flavor is valid), else unknown forbidden traits dropped; a
-    fallback that requires an unknown trait is dropped."""
-    fallback = numa.fallback
+    fallback that requires an unknown trait is dropped; a query asking a resource class the
+    service does not know (``_known_classes``) is treated as one requiring an unknown trait."""
+    fallback = _known_classes(numa.fallback, fleet)
     if fallback is not None:
         fallback = known_traits_only(fallback, fleet.trait_names)
-    search = known_traits_only(numa.search_query, fleet.trait_names)
+    search = _known_classes(numa.search_query, fleet)
+    if search is not None:
+        search = known_traits_only(search, fleet.trait_names)
     if search is None:
         return replace(numa, fallback=fallback, search=None) if fallback is not None else None
     return replace(numa, search=search, fallback=fallback)
