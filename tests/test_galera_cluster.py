@@ -231,6 +231,10 @@ def test_racing_through_two_nodes_with_a_node_killed(
     kill and rejoin covers both."""
     cluster, a, b = cluster_services
     hosts = _hosts(a.base_url, "race")
+    with httpx.Client(base_url=b.base_url, headers=HEADERS, timeout=60) as via_b:
+        # one write through B's node before the race: under load its node can be killed before
+        # any racer's write through B commits, and the stripe check below needs one
+        assert via_b.put("/traits/CUSTOM_WRITTEN_THROUGH_B").status_code in (201, 204)
     capacity = 2 * HOSTS
     run = Run()
     sequences = [[str(uuidlib.uuid4()) for _ in range(capacity + 2)] for _ in range(RACERS)]

@@ -94,7 +94,7 @@ def test_text_log_file(tmp_path: Path) -> None:
             healthy = client.get("/healthcheck")
             drain.write_text("")
             drained = client.get("/healthcheck")
-        text = _wait_for(log_file, "/healthcheck")
+        text = _wait_for(log_file, '"GET /healthcheck" status: 503')
     assert nova.status_code == 200 and bogus.status_code == 200
     local = nova.headers["x-openstack-request-id"]
     assert LOCAL_ID.match(local) and local != GLOBAL_ID
