@@ -15,6 +15,7 @@ import math
 
 import pytest
 
+from placement_numa.cli.demo import kep_eight_cells, kep_four_cells
 from placement_numa.numa.cellset import CellSet
 from placement_numa.numa.distribute import split_evenly, widths_to_try
 from placement_numa.numa.page_sizes import (
@@ -30,23 +31,6 @@ from placement_numa.numa.ranking import HostCells, rank_key, score
 
 def dual_socket(remote: int = 21) -> dict[int, dict[int, int]]:
     return {0: {0: 10, 1: remote}, 1: {0: remote, 1: 10}}
-
-
-def kep_four_cells() -> dict[int, dict[int, int]]:
-    """KEP-3545's 4-cell table: pairs (0,1) and (2,3) at 11, the rest 12."""
-    near = {(0, 1), (2, 3)}
-    return {
-        a: {b: 10 if a == b else 11 if (min(a, b), max(a, b)) in near else 12 for b in range(4)}
-        for a in range(4)
-    }
-
-
-def kep_eight_cells() -> dict[int, dict[int, int]]:
-    """KEP-3545's 8-cell table: two 4-cell blocks, 30 across."""
-    four = kep_four_cells()
-    return {
-        a: {b: four[a % 4][b % 4] if a // 4 == b // 4 else 30 for b in range(8)} for a in range(8)
-    }
 
 
 @pytest.mark.parametrize(

@@ -129,39 +129,30 @@ NIC_CLASS = "CUSTOM_PCI_8086_1572"
 GPU_CLASS = "CUSTOM_PCI_10DE_20B5"
 
 
+def _two_socket_intel(name: str, *devices: DeviceShape) -> HostShape:
+    """A two-socket Intel host (12 PCPU + 4 VCPU, 96 GiB of 4K and 16 GiB of 2M pages per
+    cell, cell N on socket N) with ``devices``."""
+    pages = {4: 96 * GiB, 2048: 16 * GiB}
+    return HostShape(
+        name,
+        _cells(2, 12, 4, pages),
+        _dual_socket(),
+        traits=("HW_CPU_HYPERTHREADING",),
+        sockets={0: 0, 1: 1},
+        devices=devices,
+    )
+
+
 def device_hosts() -> list[HostShape]:
     """Fresh shapes of the demo hosts with NICs and GPUs (module docstring)."""
-    intel = {4: 96 * GiB, 2048: 16 * GiB}
-    ht = ("HW_CPU_HYPERTHREADING",)
     nic = ("CUSTOM_PHYSNET_A",)
-    two = {0: 0, 1: 1}
     return [
-        HostShape(
-            "nic-2s-1",
-            _cells(2, 12, 4, intel),
-            _dual_socket(),
-            traits=ht,
-            sockets=two,
-            devices=(DeviceShape("0000_81_00_0", 1, NIC_CLASS, 8, nic),),
-        ),
-        HostShape(
-            "nic-2s-2",
-            _cells(2, 12, 4, intel),
-            _dual_socket(),
-            traits=ht,
-            sockets=two,
-            devices=(DeviceShape("0000_18_00_0", 0, NIC_CLASS, 8, nic),),
-        ),
-        HostShape(
+        _two_socket_intel("nic-2s-1", DeviceShape("0000_81_00_0", 1, NIC_CLASS, 8, nic)),
+        _two_socket_intel("nic-2s-2", DeviceShape("0000_18_00_0", 0, NIC_CLASS, 8, nic)),
+        _two_socket_intel(
             "gpu-2s-1",
-            _cells(2, 12, 4, intel),
-            _dual_socket(),
-            traits=ht,
-            sockets=two,
-            devices=(
-                DeviceShape("0000_3b_00_0", 0, GPU_CLASS),
-                DeviceShape("0000_d8_00_0", None, GPU_CLASS),
-            ),
+            DeviceShape("0000_3b_00_0", 0, GPU_CLASS),
+            DeviceShape("0000_d8_00_0", None, GPU_CLASS),
         ),
     ]
 
