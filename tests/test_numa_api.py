@@ -340,7 +340,7 @@ def check_query_form_and_errors(api: PlacementAPI, fleet: dict[str, Any]) -> Non
 def test_distance_put_is_visible_to_the_next_post(api: PlacementAPI) -> None:
     """The cell index is cached per process by revision: a matrix PUT shows in the very next
     POST, and POSTs with no write in between read nothing new."""
-    from placement_numa.services.numa_candidates import CellIndexCache
+    from placement_numa.api.cell_index_dep import cell_index_for_state
 
     host = two_cell_host(api)
     path = f"/resource_providers/{host['root']}/numa_distances"
@@ -356,7 +356,7 @@ def test_distance_put_is_visible_to_the_next_post(api: PlacementAPI) -> None:
     put = api.put(path, json={"generation": None, "distances": matrix}, version=V)
     assert put.status_code == 200, put.text
     assert average() == 15.5 != before
-    cache = CellIndexCache.of(api.client.app.state.candidate_engine)  # type: ignore[attr-defined]
+    cache = cell_index_for_state(api.client.app.state)  # type: ignore[attr-defined]
     loads = cache.loads
     assert average() == 15.5 and cache.loads == loads  # nothing written: no reload
     body = {"generation": put.json()["generation"], "distances": distances([10, 31], [31, 10])}

@@ -9,7 +9,6 @@ Interface (what routers and the NUMA layer use; nothing about SQL or caching lea
                    accept: Callable[[Candidate], bool] | None = None,
                    fleet: FleetSnapshot | None = None) -> CandidateResult
         def snapshot(self) -> FleetSnapshot
-        caches: dict[str, object]
 
 * ``query``: a ``placement_numa.domain.request_groups.CandidateQuery``;
 * ``limit``: at most this many candidates (``None``: ``query.limit``; both ``None``: all);
@@ -23,17 +22,17 @@ Interface (what routers and the NUMA layer use; nothing about SQL or caching lea
   roots are merged with a heap, stopping at ``limit``; every candidate of every admissible root
   is ranked, so the cost is the candidates that exist, not the combinations tried;
 * ``rank_bound`` (with ``rank``): ``bound(view) -> key``, a lower bound of the rank key of
-  every candidate of one root, computed before searching it (``replay.RootView``: the root, its
-  look-alike profile, the plan, lazily the slot options; ``None`` = no candidate; see
-  ``replay.RootView``). Roots are
+  every candidate of one root, computed before searching it (``protocol.RootBoundView``: the
+  root, its look-alike profile, the plan's shape, lazily the slot options; ``None`` = no
+  candidate; the snapshot engine's view is ``replay.RootView``). Roots are
   then searched in ascending ``(bound, root order)``, candidates merged with a heap and yielded
   once no unsearched root can precede them, so a ranked query with ``limit`` searches only the
   roots it needs; the answer is identical to the exhaustive merge (``merge.merge_ranked``);
 * ``roots``: restrict anchors to these root uuids; ``accept(candidate) -> bool``: a filter
   applied before ``limit``;
 * ``fleet``: a snapshot from ``snapshot()`` to search instead of a fresh one (one state for the
-  several searches of one request); ``caches``: per-engine memos of the layers above, keyed by
-  ``FleetSnapshot.revision`` (the NUMA cell index lives there).
+  several searches of one request). The engine holds no state of the layers above: they key
+  their own caches by what it publishes (``FleetSnapshot.revision``, ``replaced_roots``).
 
 What a rank function can read (``Candidate`` in ``engine/candidates.py``, ``FleetSnapshot`` in
 ``engine/fleet.py``; providers are dense indices):
@@ -83,17 +82,24 @@ from placement_numa.engine.protocol import (
     CandidateEngine,
     FleetSource,
     GenerationStrategy,
+    PlanShape,
+    RankBoundFn,
     RankFn,
+    RootBoundView,
     SearchOptions,
+    SlotShape,
     StaticFleetSource,
 )
-from placement_numa.engine.replay import RankBoundFn, RootView
+from placement_numa.engine.replay import RootView
 from placement_numa.engine.snapshot_engine import SnapshotEngine
 
 __all__ = [
     "CandidateEngine",
     "RankFn",
     "RankBoundFn",
+    "RootBoundView",
+    "PlanShape",
+    "SlotShape",
     "RootView",
     "FleetSource",
     "StaticFleetSource",

@@ -1,14 +1,20 @@
-"""The engine's contract: what routers and the NUMA layer call (see the package docstring)."""
+"""The engine's contract: what routers and the NUMA layer call (see the package docstring).
+
+Besides ``CandidateEngine`` and its ``SearchOptions``, the contract of a rank bound: a bound
+(``RankBoundFn``) reads one root through a ``RootBoundView``, the search plan through
+``PlanShape`` and ``SlotShape``. These are structural (``Protocol``): any engine whose views
+carry these members can run the NUMA layer's bound (``numa.rank_bound``); the snapshot engine's
+are ``replay.RootView`` and ``plan.QueryPlan``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, Literal, Protocol, TypedDict, Unpack
 
-from placement_numa.domain.request_groups import CandidateQuery
+from placement_numa.domain.request_groups import CandidateQuery, RequestGroup
 from placement_numa.engine.candidates import Candidate, CandidateResult
 from placement_numa.engine.fleet import FleetSnapshot
-from placement_numa.engine.replay import RankBoundFn
 
 __all__ = [
     "SearchOptions",
@@ -16,12 +22,87 @@ __all__ = [
     "FleetSource",
     "StaticFleetSource",
     "RankFn",
+    "RankBoundFn",
+    "RootBoundView",
+    "PlanShape",
+    "SlotShape",
     "GenerationStrategy",
 ]
 
 RankFn = Callable[[Candidate, FleetSnapshot], Any]
 # Placement's ``[placement] allocation_candidates_generation_strategy``
 GenerationStrategy = Literal["depth-first", "breadth-first"]
+
+
+class SlotShape(Protocol):
+    """One search slot: one provider answers it. ``group``: index into ``PlanShape.groups``;
+    ``resources``: ``((resource class, amount), ...)`` asked of that provider; ``suffixed``: the
+    group is suffixed (else the slot is one resource class of the unsuffixed group)."""
+
+    @property
+    def group(self) -> int: ...  # noqa: D102 - described in the class docstring
+
+    @property
+    def resources(self) -> tuple[tuple[str, int], ...]: ...  # noqa: D102
+
+    @property
+    def suffixed(self) -> bool: ...  # noqa: D102
+
+
+class PlanShape(Protocol):
+    """A query as the search sees it: ``groups`` (the query's request groups, in order),
+    ``slots`` (``SlotShape``, in search order; every slot of a candidate takes one provider),
+    ``subtree_sets`` (group indices per ``same_subtree`` parameter) and ``isolate``
+    (``group_policy=isolate``: suffixed groups take distinct providers)."""
+
+    @property
+    def groups(self) -> tuple[RequestGroup, ...]: ...  # noqa: D102
+
+    @property
+    def slots(self) -> Sequence[SlotShape]: ...  # noqa: D102
+
+    @property
+    def subtree_sets(self) -> Sequence[frozenset[int]]: ...  # noqa: D102
+
+    @property
+    def isolate(self) -> bool: ...  # noqa: D102
+
+
+class RootBoundView(Protocol):
+    """What a rank bound may read about one anchor root before it is searched.
+
+    * ``root``: the root's provider index in ``fleet``; ``plan``: the query (``PlanShape``);
+    * ``profile``: an id equal for two roots whose options and candidates are the same position
+      by position (look-alike trees), or ``None`` when the root's answer depends on more than its
+      tree (``in_tree``, sharing providers): a bound may memoise per profile;
+    * ``cache``: a dict shared by every view of one search (for such memos);
+    * ``options()``: provider indices per slot of ``plan`` for this root (every provider the
+      engine would try there), or ``None`` when some slot has none (no candidate).
+    """
+
+    @property
+    def root(self) -> int: ...  # noqa: D102
+
+    @property
+    def profile(self) -> int | None: ...  # noqa: D102
+
+    @property
+    def fleet(self) -> FleetSnapshot: ...  # noqa: D102
+
+    @property
+    def plan(self) -> PlanShape: ...  # noqa: D102
+
+    @property
+    def cache(self) -> dict[object, object]: ...  # noqa: D102
+
+    def options(self) -> Sequence[Sequence[int]] | None:
+        """Provider indices per slot for this root; ``None`` when some slot has none."""
+        ...
+
+
+# ``bound(view) -> key``: a lower bound of the rank key (``RankFn``) of every candidate anchored
+# at ``view.root`` (``None`` only when the root provably has no candidate).
+RankBoundFn = Callable[[RootBoundView], Any]
 
 
 class SearchOptions(TypedDict, total=False):
@@ -59,11 +140,9 @@ class SearchOptions(TypedDict, total=False):
 class CandidateEngine(Protocol):
     """Answers candidate queries (see the package docstring for the contract).
 
-    ``caches``: per-engine (so per-process) memos of the layers above, each under its own key
-    and keyed inside by ``FleetSnapshot.revision`` (e.g. the NUMA cell index).
+    It carries no state of the layers above: they keep their own caches, keyed by what the
+    engine publishes (``FleetSnapshot.revision``, ``replaced_roots``; ``engine.fleet_patch``).
     """
-
-    caches: dict[str, object]
 
     def snapshot(self) -> FleetSnapshot:
         """The fleet as of this call (what ``search`` without ``fleet`` would search)."""

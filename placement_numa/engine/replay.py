@@ -20,6 +20,7 @@ from placement_numa.engine.fleet import FleetSnapshot
 from placement_numa.engine.options import slot_options
 from placement_numa.engine.orderings import expand
 from placement_numa.engine.plan import QueryPlan, group_signature
+from placement_numa.engine.protocol import RankBoundFn
 from placement_numa.engine.search import search_assignments
 
 __all__ = ["RootSearch", "RootView", "RankBoundFn"]
@@ -264,7 +265,8 @@ class RootSearch:
 
 
 class RootView:
-    """What a rank bound (``RankBoundFn``) may read about one anchor root before it is searched.
+    """The snapshot engine's ``protocol.RootBoundView``: what a rank bound (``RankBoundFn``)
+    may read about one anchor root before it is searched.
 
     * ``root``: the root's index; ``plan``: the ``QueryPlan`` (``plan.slots[k]``: ``.group``,
       ``.suffixed``, ``.resources``; ``plan.subtree_sets``; ``plan.isolate``; ``plan.groups``);
@@ -308,7 +310,4 @@ class RootView:
         return self.searcher.options(self.root)
 
 
-# ``bound(view) -> key``: a lower bound of the rank key of every candidate anchored at
-# ``view.root`` (``None`` only when the root provably has no candidate).
-RankBoundFn = Callable[[RootView], Any]
 RankFnT = Callable[[Candidate, FleetSnapshot], Any]

@@ -61,7 +61,6 @@ class SnapshotEngine:
         if strategy not in ("depth-first", "breadth-first"):
             raise ValueError(f"unknown generation strategy {strategy!r}")
         self.strategy: GenerationStrategy = strategy
-        self.caches: dict[str, object] = {}
 
     def snapshot(self) -> FleetSnapshot:
         """The source's snapshot as of this call (fresh: reflects every committed write)."""

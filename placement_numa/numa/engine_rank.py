@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from placement_numa.engine.candidates import Candidate, Layout
 from placement_numa.engine.fleet import FleetSnapshot
-from placement_numa.engine.replay import RootView
+from placement_numa.engine.protocol import RootBoundView
 from placement_numa.numa.rank_bound import relaxed_best_key
 from placement_numa.numa.rank_distance import Distances
 from placement_numa.numa.ranking import HostCells, NumaScore, rank_key, score
@@ -198,7 +198,7 @@ class NumaRanker:
         host class and cell usage)."""
         return self._scored(candidate, fleet)[0]
 
-    def bound(self, view: RootView) -> tuple[object, ...] | None:
+    def bound(self, view: RootBoundView) -> tuple[object, ...] | None:
         """The engine's ``rank_bound`` hook: a lower bound of the rank key of every candidate
         anchored at ``view.root`` (the exact best key for ``translate``'s NUMA queries), or
         ``None`` when the root has no candidate. Memoised per search for roots with the same

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from placement_numa.engine.fleet import FleetSnapshot
-from placement_numa.engine.plan import QueryPlan
+from placement_numa.engine.protocol import PlanShape
 
 __all__ = ["relaxed_best_key"]
 
@@ -52,7 +52,7 @@ def _classes(
 
 
 def relaxed_best_key(
-    plan: QueryPlan,
+    plan: PlanShape,
     options: Sequence[Sequence[int]],
     *,
     fleet: FleetSnapshot,
@@ -65,6 +65,8 @@ def relaxed_best_key(
 ) -> Any:
     """The smallest ``key_of(used)`` over relaxed assignments of ``plan``'s slots (see the module
     docstring), or ``None`` when no assignment passes (then the root has no candidate).
+    ``plan`` is the engine's public ``PlanShape`` (``engine/protocol.py``), ``options`` what its
+    ``RootBoundView.options()`` gives.
 
     ``options[k]``: providers of slot ``k``; ``cell_of(p)``: host cell id at or above ``p``;
     ``cell_providers``: cell provider index -> cell id; ``used``: ``((cell id, CPUs), ...)``

@@ -1,6 +1,6 @@
 """Candidate-engine and fleet-source wrappers that feed ``Metrics``.
 
-``ObservedEngine`` is a ``CandidateEngine`` (same ``search``/``snapshot``/``caches``) that times
+``ObservedEngine`` is a ``CandidateEngine`` (same ``search``/``snapshot``) that times
 each search and records the engine's ``SearchStats`` (candidates returned, roots visited, cap
 hits). ``ObservedFleetSource`` is a ``FleetSource`` that records each refresh of the snapshot
 (incremental or full, from ``SqlFleetSource``'s counters), its duration, the revision lag and
@@ -24,7 +24,6 @@ class ObservedEngine:
     def __init__(self, inner: CandidateEngine, metrics: Metrics) -> None:
         self.inner = inner
         self.metrics = metrics
-        self.caches: dict[str, object] = inner.caches
 
     def snapshot(self) -> FleetSnapshot:
         """The inner engine's snapshot."""

@@ -21,7 +21,7 @@ the service, so the race is settled under the provider row locks instead of over
    search runs again on a fresh snapshot (at most ``MAX_ROUNDS`` times; a deadlock the database
    breaks re-runs the whole request, as for any write: ``api/db_retry.py``).
 
-Answers: ``Claimed`` (the candidate written, the consumer's new generation, up to
+Answers: ``ClaimWritten`` (the candidate written, the consumer's new generation, up to
 ``alternates`` other candidates on other hosts, best first, for Nova's alternate hosts).
 Raises ``NoRoom`` (409 ``placement_numa.claim.no_room``, with ``requested`` and ``lacking``)
 only when a fresh search finds no candidate at all, i.e. when the fleet truly has no room for
@@ -56,11 +56,11 @@ from placement_numa.numa.pci_alias import PciAlias
 from placement_numa.numa.ranking import rank_key
 from placement_numa.numa.translate import translate
 from placement_numa.services import numa_candidates
-from placement_numa.services.numa_candidates import NumaOptions, RankedCandidate
+from placement_numa.services.numa_candidates import CellIndexCache, NumaOptions, RankedCandidate
 
 __all__ = [
     "ClaimRequest",
-    "Claimed",
+    "ClaimWritten",
     "NoRoom",
     "ClaimContended",
     "claim",
@@ -68,7 +68,7 @@ __all__ = [
     "claim_for_query",
     "requested_amounts",
     "lacking_amounts",
-    "Strategy",
+    "ClaimStrategy",
     "DEFAULT_WINDOW",
     "MAX_ROUNDS",
 ]
@@ -77,7 +77,7 @@ DEFAULT_WINDOW = 64  # ranked candidates searched per round (alternates come on 
 MAX_ROUNDS = 8  # fresh searches before ClaimContended
 
 Search = Callable[[int], list[RankedCandidate]]
-Strategy = Literal["spread", "ordered"]
+ClaimStrategy = Literal["spread", "ordered"]
 
 
 class NoRoom(Conflict):
@@ -107,8 +107,9 @@ class ClaimRequest:
 
 
 @dataclass(frozen=True)
-class Claimed:
-    """The claim written: the candidate, the consumer's new generation, alternates (other
+class ClaimWritten:
+    """The claim written (the service's answer; ``claim_client.Claimed`` is a client's view of
+    the HTTP answer): the candidate, the consumer's new generation, alternates (other
     hosts, best first), candidates tried under lock (``attempts``) and searches (``rounds``)."""
 
     chosen: RankedCandidate
@@ -279,9 +280,9 @@ def claim(
     request: ClaimRequest,
     window: int = DEFAULT_WINDOW,
     prefer_closest: bool = True,
-    strategy: Strategy = "spread",
+    strategy: ClaimStrategy = "spread",
     rng: random.Random | None = None,
-) -> Claimed:
+) -> ClaimWritten:
     """Search with ``search(limit)`` (ranked candidates, best first) and claim the first that
     still fits, in one transaction per round (module docstring). ``requested`` (per class) only
     words the ``NoRoom`` error. ``strategy``: ``"spread"`` (the module docstring's steps 2-3) or
@@ -305,7 +306,7 @@ def claim(
         except _NothingClaimed as nothing:
             attempts += nothing.attempts
             continue
-        return Claimed(
+        return ClaimWritten(
             chosen=chosen,
             consumer_generation=generation,
             alternates=_alternates(found, chosen, request.alternates),
@@ -341,11 +342,13 @@ def claim_for_flavor(
     options: NumaOptions,
     request: ClaimRequest,
     window: int = DEFAULT_WINDOW,
-    strategy: Strategy = "spread",
+    strategy: ClaimStrategy = "spread",
     aliases: Mapping[str, PciAlias] | None = None,
-) -> Claimed:
+    index_cache: CellIndexCache | None = None,
+) -> ClaimWritten:
     """``claim`` over the ranked candidates of ``POST /allocation_candidates`` for a flavor
-    (``aliases``: the ``[pci] alias`` table; ``options.topology_policy`` applies). The flavor
+    (``aliases``: the ``[pci] alias`` table; ``options.topology_policy`` applies;
+    ``index_cache``: the process's cell index cache, see ``numa_candidates``). The flavor
     is resolved once (``numa_candidates.flavor_request``) for every search round. Raises
     ``InvalidFlavor`` (400) before anything is searched, and what ``claim`` raises."""
     resolved = numa_candidates.flavor_request(flavor, image, options, aliases)
@@ -364,6 +367,7 @@ def claim_for_flavor(
                 topology_policy=options.topology_policy,
             ),
             request=resolved,
+            index_cache=index_cache,
         )
 
     return claim(
@@ -386,9 +390,11 @@ def claim_for_query(
     options: NumaOptions,
     request: ClaimRequest,
     window: int = DEFAULT_WINDOW,
-    strategy: Strategy = "spread",
-) -> Claimed:
-    """``claim`` over the ranked candidates of a ready query (the JSON form of the GET query)."""
+    strategy: ClaimStrategy = "spread",
+    index_cache: CellIndexCache | None = None,
+) -> ClaimWritten:
+    """``claim`` over the ranked candidates of a ready query (the JSON form of the GET query;
+    ``index_cache`` as for ``claim_for_flavor``)."""
 
     def search(limit: int) -> list[RankedCandidate]:
         return numa_candidates.query_candidates(
@@ -396,6 +402,7 @@ def claim_for_query(
             engine=engine,
             query=query,
             options=NumaOptions(limit=limit, prefer_closest=options.prefer_closest),
+            index_cache=index_cache,
         )
 
     return claim(

@@ -22,10 +22,11 @@ widths searched host by host); it is kept as the reference the tests compare aga
 
 Reads only. Every search of one request runs on one engine snapshot (``engine.snapshot()``, fresh
 as of the request). The cell index (cell names, distance matrices, host names) is cached per
-engine, so per process (``CellIndexCache`` in ``engine.caches``), and reloaded from SQL only when
-the snapshot's ``placement_revision`` is newer than the one the cached index was read at (every
-write, a distance matrix PUT included, bumps the revision), so a request sees every committed
-write yet does no SQL for the index when nothing changed. Raises ``InvalidFlavor`` (400) from the
+process (a ``CellIndexCache`` the caller keeps, the API on ``app.state``, passed as
+``index_cache``), and reloaded from SQL only when the snapshot's ``placement_revision`` is newer
+than the one the cached index was read at (every write, a distance matrix PUT included, bumps
+the revision), so a request sees every committed write yet does no SQL for the index when
+nothing changed. Raises ``InvalidFlavor`` (400) from the
 translation.
 """
 
@@ -132,26 +133,16 @@ def _load_cell_index(database: Database) -> tuple[int, CellIndex]:
 class CellIndexCache:
     """The last ``CellIndex`` read from SQL and the ``placement_revision`` it reflects at least.
 
-    One per engine (``engine.caches[CellIndexCache.KEY]``). ``get(database, revision)`` returns
+    One per process, kept by the caller (the API: ``app.state.cell_index``) and keyed by what the
+    engine publishes (``FleetSnapshot.revision``). ``get(database, revision)`` returns
     the cached index when it was read at ``revision`` or later, else reloads it (thread-safe;
     ``loads`` counts reloads, for tests and diagnostics).
     """
-
-    KEY = "numa.cell_index"
 
     def __init__(self) -> None:
         self._entry: tuple[int, CellIndex] | None = None
         self._lock = threading.Lock()
         self.loads = 0
-
-    @classmethod
-    def of(cls, engine: CandidateEngine) -> CellIndexCache:
-        """The engine's cache (created on first use)."""
-        cache = engine.caches.get(cls.KEY)
-        if not isinstance(cache, cls):
-            cache = engine.caches.setdefault(cls.KEY, cls())
-            assert isinstance(cache, cls)
-        return cache
 
     def get(self, database: Database, revision: int) -> CellIndex:
         """The index as of ``revision`` (a ``FleetSnapshot.revision``) or later."""
@@ -167,12 +158,13 @@ class CellIndexCache:
 
 
 def _cell_index(
-    database: Database | None, engine: CandidateEngine, fleet: FleetSnapshot
+    database: Database | None, index_cache: CellIndexCache | None, fleet: FleetSnapshot
 ) -> CellIndex:
-    """The cell index for a search of ``fleet`` (empty without a database)."""
+    """The cell index for a search of ``fleet`` (empty without a database; read from SQL when
+    no ``index_cache`` is given)."""
     if database is None:
         return CellIndex()
-    return CellIndexCache.of(engine).get(database, fleet.revision)
+    return (index_cache or CellIndexCache()).get(database, fleet.revision)
 
 
 def _known_classes(query: CandidateQuery | None, fleet: FleetSnapshot) -> CandidateQuery | None:
@@ -531,15 +523,16 @@ def flavor_candidates(
     image: ImageProperties | None,
     options: NumaOptions,
     index: CellIndex | None = None,
+    index_cache: CellIndexCache | None = None,
     exhaustive: bool = False,
     aliases: Mapping[str, PciAlias] | None = None,
     request: FlavorRequest | None = None,
 ) -> list[RankedCandidate]:
     """Ranked candidates for a Nova flavor (see the module docstring). Raises ``InvalidFlavor``.
     ``index`` (cell ids, distances, host names, sockets) is read from ``database`` unless
-    given; ``exhaustive`` runs the reference path (same answer, slower); ``aliases``: the
-    ``[pci] alias`` table; ``request``: the flavor already resolved (``flavor_request``), so a
-    caller that searches several times resolves once."""
+    given (through ``index_cache`` when given); ``exhaustive`` runs the reference path (same
+    answer, slower); ``aliases``: the ``[pci] alias`` table; ``request``: the flavor already
+    resolved (``flavor_request``), so a caller that searches several times resolves once."""
     if request is None:
         request = flavor_request(flavor, image, options, aliases)
     policy = request.topology_policy
@@ -548,7 +541,7 @@ def flavor_candidates(
     translated = translate(request)
     limit = options.limit
     fleet = engine.snapshot()
-    index = index if index is not None else _cell_index(database, engine, fleet)
+    index = index if index is not None else _cell_index(database, index_cache, fleet)
     runnable = _runnable(translated, fleet)
     if runnable is None:  # requires a trait no provider can have: a valid flavor, no candidates
         return []
@@ -578,13 +571,15 @@ def query_candidates(
     query: CandidateQuery,
     options: NumaOptions,
     index: CellIndex | None = None,
+    index_cache: CellIndexCache | None = None,
     exhaustive: bool = False,
 ) -> list[RankedCandidate]:
     """Ranked candidates for a ready query (the JSON form of the GET query). Candidates on
     hosts without NUMA cells score width 0 and come first; the query is run as given (roots
-    searched best bound first unless ``exhaustive``; same answer)."""
+    searched best bound first unless ``exhaustive``; same answer); ``index`` and ``index_cache`` as
+    for ``flavor_candidates``."""
     fleet = engine.snapshot()
-    index = index if index is not None else _cell_index(database, engine, fleet)
+    index = index if index is not None else _cell_index(database, index_cache, fleet)
     classes = tuple(
         rc for rc in ("VCPU", "PCPU") if any(rc in g.resources for g in query.groups)
     ) or ("VCPU", "PCPU")

@@ -26,6 +26,7 @@ import uuid as uuidlib
 from fastapi import APIRouter, Depends, Request
 
 from placement_numa.api import microversion as mv
+from placement_numa.api.cell_index_dep import CellIndexDep
 from placement_numa.api.deps import DatabaseDep, JsonBody, VersionDep, body_doc, require_version
 from placement_numa.api.deps import validate as validate_body
 from placement_numa.api.engine_dep import EngineDep
@@ -68,12 +69,13 @@ def post_claim(
     database: DatabaseDep,
     body: JsonBody,
     engine: EngineDep,
+    index_cache: CellIndexDep,
 ) -> PlacementJSONResponse:
     """Claim the best NUMA fit for a consumer in one transaction (``services/claims.py``; the
     walk follows the ``claim_strategy`` setting)."""
     data = validate_body(ClaimBody, body)
     settings = getattr(request.app.state, "settings", None)
-    strategy: service.Strategy = getattr(settings, "claim_strategy", "spread")
+    strategy: service.ClaimStrategy = getattr(settings, "claim_strategy", "spread")
     try:
         consumer_uuid = str(uuidlib.UUID(data.consumer_uuid))
     except ValueError:
@@ -104,6 +106,7 @@ def post_claim(
             window=window,
             strategy=strategy,
             aliases=aliases_for(request.app.state, flavor),
+            index_cache=index_cache,
         )
     else:
         claimed = service.claim_for_query(
@@ -114,6 +117,7 @@ def post_claim(
             request=claim,
             window=window,
             strategy=strategy,
+            index_cache=index_cache,
         )
     answer = {
         "consumer_uuid": claim.consumer_uuid,

@@ -27,6 +27,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request
 
 from placement_numa.api import microversion as mv
+from placement_numa.api.cell_index_dep import CellIndexDep
 from placement_numa.api.deps import (
     DatabaseDep,
     JsonBody,
@@ -61,6 +62,7 @@ def post_allocation_candidates(
     database: DatabaseDep,
     body: JsonBody,
     engine: EngineDep,
+    index_cache: CellIndexDep,
     limits: LimitsDep,
 ) -> PlacementJSONResponse:
     """Translate the flavor (Nova spec), search with NUMA ranking (width, KEP-3545 distance,
@@ -84,11 +86,16 @@ def post_allocation_candidates(
             image=image,
             options=options,
             aliases=aliases_for(request.app.state, flavor),
+            index_cache=index_cache,
         )
     else:
         query = query_from_json(data.query or {})
         check_candidate_query(query, limits)
         found = service.query_candidates(
-            database=database, engine=engine, query=query, options=options
+            database=database,
+            engine=engine,
+            query=query,
+            options=options,
+            index_cache=index_cache,
         )
     return json_response(render_ranked(found), version, cache=False)
