@@ -244,6 +244,7 @@ def test_patches_share_structure_and_equal_a_fresh_build(data: st.DataObject) ->
         stale: set[object] = {index_by_id[pid] for pid in state if root_of(state, pid) in roots}
         stale |= {("root", index_by_id[r]) for r in roots if r in index_by_id}
         stale |= {("root-q", index_by_id[r]) for r in roots if r in index_by_id}
+        stale |= {("runs", index_by_id[r]) for r in roots if r in index_by_id}
         cached = {shape: dict(cache) for shape, cache in fragments._shapes.items()}
         del index_by_id
         if not owned:
@@ -263,6 +264,7 @@ def test_patches_share_structure_and_equal_a_fresh_build(data: st.DataObject) ->
         new_roots = {patched.index_by_id[r] for r in roots if r in patched.index_by_id}
         stale |= new_indices
         stale |= {("root", r) for r in new_roots} | {("root-q", r) for r in new_roots}
+        stale |= {("runs", r) for r in new_roots}
         check_caches(cached, patched, fragments, stale)
         for rc in RCS:  # patched per class from the old snapshot's sets (sharing included)
             assert {patched.uuids[r] for r in patched.roots_having(rc)} == {

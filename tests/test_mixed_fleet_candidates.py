@@ -104,16 +104,20 @@ def keys(fleet: FleetSnapshot, query: CandidateQuery, **options: Any) -> list[An
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(mixed_fleets(), mixed_queries(), st.integers(1, 6))
+@given(mixed_fleets(), mixed_queries(), mixed_queries(), st.integers(1, 6))
 def test_mixed_fleet_answers_equal_oracle_and_exact_replay(
-    fleet: FleetSnapshot, query: CandidateQuery, limit: int
+    fleet: FleetSnapshot, query: CandidateQuery, other: CandidateQuery, limit: int
 ) -> None:
-    found = keys(fleet, query)
+    found = keys(fleet, query)  # the snapshot's answer memo is empty: every profile searched
     assert len(found) == len(set(found)), "duplicate candidates"
     slots = sum(len(g.resources) if g.suffix is None else 1 for g in query.groups)
     if slots <= 3:  # the oracle tries every provider per slot: (tree size) ** slots per root
         assert set(found) == oracle(fleet, query)
     assert keys(fleet, query, limit=limit) == found[:limit]
+    # answers kept in ``fleet.answer_memo`` for another query do not leak into this one's
+    other_found = keys(fleet, other)
+    assert keys(fleet, query) == found
+    assert keys(fleet, other) == other_found
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(replay, "room_codes", lambda plan: None)
         assert keys(fleet, query) == found

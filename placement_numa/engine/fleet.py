@@ -60,7 +60,9 @@ class FleetSnapshot:
       traits, aggregates, inventories, usage), so a search can replay one tree's answer;
     * ``shape_profiles[root]``: the same but for room: trees alike in shape, traits,
       aggregates and per class ``min_unit``/``step_size``; with ``room_column`` a search tells
-      which of them answer a query alike (``engine/replay.py``).
+      which of them answer a query alike (``engine/replay.py``);
+    * ``answer_memo``: the search's answers per (query, tree profile), kept across searches
+      and shared, like the profile id tables, by every snapshot patched from one full build.
     """
 
     # profile keys -> ids, shared by the snapshots patched from one full build (append-only;
@@ -126,6 +128,9 @@ class FleetSnapshot:
         # build, where ``patched_from`` is ``None``); caches above key on these
         self.replaced_providers: frozenset[int] = frozenset()
         self.replaced_roots: frozenset[int] = frozenset()
+        # answers of queries per tree profile, in member positions (``engine/replay.py``,
+        # ``AnswerMemo``): content-keyed like the profile ids, so shared with the same tables
+        self.answer_memo: dict[object, Any] = {}
 
     def _root_profile(self, members: list[int]) -> int:
         """The id of the look of a tree (``members``): equal for trees alike member by member

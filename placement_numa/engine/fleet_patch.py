@@ -168,6 +168,7 @@ _NEVER_PATCHED = (
     "_root_profile_ids",
     "_provider_shape_ids",
     "_root_shape_ids",
+    "answer_memo",
 )
 # the structural indexes, unchanged when no provider came, went or moved
 _STRUCTURE = (

@@ -10,6 +10,7 @@ may read about a root before it is searched (``RankBoundFn``).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -28,6 +29,52 @@ __all__ = ["RootSearch", "RootView", "RankBoundFn"]
 
 # room codes are given up for a class whose amounts add up in more ways than this
 MAX_SUMS = 64
+# queries whose answers per profile ``FleetSnapshot.answer_memo`` keeps (oldest dropped first)
+MAX_MEMO_QUERIES = 64
+# per snapshot: the room codes per sorted amounts (``room_codes``), built once per snapshot
+_CODES: weakref.WeakKeyDictionary[FleetSnapshot, dict[object, list[int] | None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def query_key(plan: QueryPlan) -> tuple[object, ...]:
+    """What decides a root's answer to ``plan`` besides its tree (everything of the query but
+    ``limit``), hashable."""
+    query = plan.query
+    groups = tuple(
+        (
+            g.suffix,
+            tuple(sorted(g.resources.items())),
+            g.required_traits,
+            g.any_traits,
+            g.forbidden_traits,
+            g.member_of,
+            g.forbidden_aggregates,
+            g.in_tree,
+        )
+        for g in query.groups
+    )
+    return (groups, query.group_policy, query.same_subtree)
+
+
+def memo_of(plan: QueryPlan) -> tuple[dict[object, Any], dict[object, Any]]:
+    """``(bases, expanded)``: answers of ``plan``'s query per tree profile in member positions
+    (one per ordering class / every ordering), kept in ``fleet.answer_memo`` across searches.
+
+    A profile (tree shape and room codes, or exact look) is a content key valid in every
+    snapshot sharing the profile tables, so an answer recorded once serves later searches and
+    later snapshots alike. Entries are written whole (one dict store) and never changed, so
+    concurrent searches may share them."""
+    memo = plan.fleet.answer_memo
+    key = query_key(plan)
+    found = memo.get(key)
+    if found is None:
+        if len(memo) >= MAX_MEMO_QUERIES:
+            memo.pop(next(iter(memo)), None)
+        found = memo.setdefault(key, ({}, {}))
+    bases: dict[object, Any] = found[0]
+    expanded: dict[object, Any] = found[1]
+    return bases, expanded
 
 
 def room_codes(plan: QueryPlan) -> list[int] | None:
@@ -46,6 +93,16 @@ def room_codes(plan: QueryPlan) -> list[int] | None:
     for slot in plan.slots:
         for rc, amount in slot.resources:
             amounts.setdefault(rc, []).append(amount)
+    key = tuple((rc, tuple(sorted(amounts[rc]))) for rc in sorted(amounts))
+    per_snapshot = _CODES.setdefault(fleet, {})
+    if key in per_snapshot:
+        return per_snapshot[key]
+    found = per_snapshot[key] = _room_codes(fleet, amounts)
+    return found
+
+
+def _room_codes(fleet: FleetSnapshot, amounts: dict[str, list[int]]) -> list[int] | None:
+    """``room_codes`` computed (see there)."""
     codes = numpy.zeros(len(fleet.providers), dtype=numpy.int64)
     span = 1
     for rc in sorted(amounts):
@@ -89,9 +146,12 @@ class RootSearch:
         self.trait_names = frozenset(names)
         self.by_profile = all(t is None for t in plan.in_tree_root)
         self.codes = room_codes(plan) if self.by_profile else None
+        # per profile: one entry per ordering class / every ordering (orderings=True
+        # replays); kept across searches (``memo_of``) when profiles are content keys
         self.profile_templates: dict[object, list[TemplateEntry]] = {}
-        # per profile: every ordering of each entry (orderings=True replays)
         self.expanded_templates: dict[object, list[TemplateEntry]] = {}
+        if self.by_profile:
+            self.profile_templates, self.expanded_templates = memo_of(plan)
         self.bound_cache: dict[object, object] = {}  # see RootView.cache
         self.slot_keys = [
             (

@@ -1,0 +1,347 @@
+"""The body of ``GET /allocation_candidates`` (microversion 1.12+) as JSON bytes, piece by piece.
+
+``candidate_body_pieces`` writes the document ``render_candidates`` builds
+(``api/schemas/allocation_candidates.py``) as consecutive pieces of bytes (what the GET handler
+streams), from fragments kept per process in a ``FragmentCache``: each provider's summary, each
+tree's summaries and quoted uuids, one provider's share of an allocation request, one mapping
+entry. Candidates replayed from one of the engine's answers (``Candidate.entry`` positions into
+``Candidate.members``, see ``engine/replay.py``) are written a run at a time: the run's
+``TemplateEntry`` list is compiled once per process into a bytes ``%`` format whose holes take
+the tree's quoted uuids, and the rendered run is kept per tree until a refresh replaces that
+tree (``FleetSnapshot.replaced_roots``), so a tree's answer costs the bytes it writes.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable, Iterator
+from operator import itemgetter
+from typing import Any
+
+import orjson
+
+from placement_numa.api import microversion as mv
+from placement_numa.domain.request_groups import CandidateQuery
+from placement_numa.engine import CandidateResult, FleetSnapshot
+from placement_numa.engine.candidates import Candidate, Layout, TemplateEntry
+
+__all__ = ["FragmentCache", "candidate_body_pieces", "encode_candidates"]
+
+# compiled runs kept per response shape; past it they start over
+MAX_RUNS = 16384
+# bytes of rendered runs kept per response shape (``("runs", root)``); past it they start over
+MAX_RENDERED_BYTES = 64 * 1024 * 1024
+# (``%`` format, getter of its holes' values, the entries it was compiled from)
+_Run = tuple[bytes, Callable[[list[bytes]], tuple[bytes, ...]], list[Any]]
+
+
+class FragmentCache:
+    """Encoded JSON fragments of the latest snapshot, per response shape (one per process).
+
+    Keyed by what the engine publishes: a snapshot's ``revision``; a snapshot patched from the
+    cached one (``patched_from``) keeps every fragment but those of its ``replaced_providers``
+    and ``replaced_roots`` (copied first: a response still being written for the older
+    snapshot keeps its own dict); any other snapshot starts empty. A snapshot older than the
+    cached one gets a private, empty cache. Entries: a provider index -> its ``"uuid":{summary}``;
+    ``("root", root)`` -> a tree's summaries; ``("root-q", root)`` -> its members' quoted
+    uuids; ``("runs", root)`` -> a tree's rendered runs of allocation requests (see
+    ``_RequestWriter``); ``"shares"``, ``"labels"``, ``"quoted"``, ``"runs"``: fragments that
+    depend on uuids only or on nothing of the snapshot.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._fleet: weakref.ref[FleetSnapshot] | None = None
+        self._revision = -1
+        self._shapes: dict[object, dict[Any, Any]] = {}
+
+    def get(self, fleet: FleetSnapshot, shape: object) -> dict[Any, Any]:
+        """The fragment dict for ``shape`` on ``fleet`` (only one shape is kept at a time)."""
+        with self._lock:
+            current = self._fleet() if self._fleet is not None else None
+            if current is not fleet:
+                if fleet.revision < self._revision:
+                    return {}
+                if fleet.patched_from is not None and fleet.patched_from == self._revision:
+                    self._shapes = {
+                        key: _without_stale(cache, fleet) for key, cache in self._shapes.items()
+                    }
+                else:
+                    self._shapes = {}
+                self._fleet = weakref.ref(fleet)
+                self._revision = fleet.revision
+            cache = self._shapes.get(shape)
+            if cache is None:
+                cache = {}
+                self._shapes = {shape: cache}
+            return cache
+
+
+def _without_stale(cache: dict[Any, Any], fleet: FleetSnapshot) -> dict[Any, Any]:
+    """A copy of ``cache`` less what ``fleet``'s refresh replaced. (Quoted uuids by index stay:
+    a provider keeps its index and uuid, and an index is never reused.)"""
+    kept = dict(cache)
+    for index in fleet.replaced_providers:
+        kept.pop(index, None)
+    for root in fleet.replaced_roots:
+        kept.pop(("root", root), None)
+        kept.pop(("root-q", root), None)
+        kept.pop(("runs", root), None)
+    return kept
+
+
+def encode_candidates(
+    result: CandidateResult,
+    query: CandidateQuery,
+    version: mv.Microversion,
+    *,
+    nested_aware: bool,
+    fragments: FragmentCache | None = None,
+) -> bytes:
+    """The response body for ``result`` at ``version`` as JSON bytes (equal, once parsed, to
+    ``render_candidates``' document): ``candidate_body_pieces`` joined."""
+    pieces = candidate_body_pieces(
+        result, query, version, nested_aware=nested_aware, fragments=fragments
+    )
+    return b"".join(pieces)
+
+
+def candidate_body_pieces(
+    result: CandidateResult,
+    query: CandidateQuery,
+    version: mv.Microversion,
+    *,
+    nested_aware: bool,
+    fragments: FragmentCache | None = None,
+) -> Iterator[bytes]:
+    """The response body for ``result`` at ``version`` as consecutive pieces of JSON bytes,
+    encoded lazily, piece by piece (a tree's allocation requests, one tree's provider
+    summaries, a separator), so a response can send the first pieces while the rest are
+    still to be written (``api.responses.json_pieces_response``).
+
+    Fragments come from ``fragments`` (the process's ``FragmentCache``; ``None``: a private
+    one), per response shape. The snapshot (``result.fleet``) must stay as it is until the
+    generator is exhausted: the result holds it, so a refresh patches a copy instead
+    (``engine.fleet_patch.replace_trees``).
+    """
+    from placement_numa.api.schemas.allocation_candidates import render_candidates, summary
+
+    if version < mv.ALLOCATIONS_DICT:
+        yield orjson.dumps(render_candidates(result, query, version, nested_aware=nested_aware))
+        return
+    fleet = result.fleet
+    all_classes = version >= mv.SUMMARIES_ALL_INVENTORIES
+    requested = {rc for g in query.groups for rc in g.resources}
+    with_traits = version >= mv.CANDIDATES_REQUIRED
+    with_tree = version >= mv.NESTED_CANDIDATES
+    shape = (
+        "bytes",
+        all_classes,
+        with_traits,
+        with_tree,
+        None if all_classes else frozenset(requested),
+    )
+    cache = (fragments or FragmentCache()).get(fleet, shape)
+    yield b'{"allocation_requests":['
+    yield from _RequestWriter(result, cache, version >= mv.CANDIDATE_MAPPINGS).pieces()
+    yield b'],"provider_summaries":{'
+
+    def one(index: int) -> bytes:
+        fragment: bytes | None = cache.get(index)
+        if fragment is None:
+            body = summary(fleet, index, all_classes, with_traits, with_tree, requested)
+            fragment = cache[index] = orjson.dumps({fleet.uuids[index]: body})[1:-1]
+        return fragment
+
+    if nested_aware or not fleet.has_trees:
+        separator = b""
+        for root in result.summary_roots():
+            tree: bytes | None = cache.get(("root", root))
+            if tree is None:
+                tree = cache[("root", root)] = b",".join([one(i) for i in fleet.tree[root]])
+            yield separator
+            yield tree
+            separator = b","
+    else:  # before 1.29 on a nested fleet: only providers used by the candidates
+        touched = sorted({p for c in result.candidates for p, _, _ in c.allocations})
+        yield b",".join([one(index) for index in touched])
+    yield b"}}"
+
+
+class _RequestWriter:
+    """The ``allocation_requests`` items of one response as pieces of bytes (``pieces``)."""
+
+    def __init__(self, result: CandidateResult, cache: dict[Any, Any], with_mappings: bool) -> None:
+        self.fleet = result.fleet
+        self.candidates = result.candidates
+        self.cache = cache
+        self.with_mappings = with_mappings
+        self.shares: dict[Any, bytes] = cache.setdefault("shares", {})
+        self.labels: dict[Any, bytes] = cache.setdefault("labels", {})
+        self.quoted: dict[int, bytes] = cache.setdefault("quoted", {})
+        runs: dict[tuple[int, ...], _Run] | None = cache.get("runs")
+        if runs is None or len(runs) > MAX_RUNS:
+            runs = cache["runs"] = {}
+            cache["rendered-bytes"] = [0]
+        self.runs = runs
+        self.rendered: list[int] = cache.setdefault("rendered-bytes", [0])
+        # each template entry compiled once per response
+        self.compiled: dict[int, tuple[bytes, tuple[int, ...]]] = {}
+
+    def pieces(self) -> Iterator[bytes]:
+        """Every allocation request, comma separated: a run of candidates replayed over one
+        provider list at a time, other candidates one by one."""
+        candidates = self.candidates
+        total = len(candidates)
+        separator = b""
+        n = 0
+        while n < total:
+            candidate = candidates[n]
+            members = candidate.members
+            yield separator
+            separator = b","
+            if candidate.entry is None or members is None:
+                yield self.one(candidate)
+                n += 1
+                continue
+            end = n + 1
+            while end < total and candidates[end].members is members and candidates[end].entry:
+                end += 1
+            yield self.run(candidate, [c.entry for c in candidates[n:end]])
+            n = end
+
+    def run(self, first: Candidate, entries: list[Any]) -> bytes:
+        """The allocation requests of consecutive candidates replayed from ``entries`` over
+        ``first.members``, kept per tree when ``members`` is the anchor's whole tree."""
+        key = tuple(map(id, entries))
+        anchor, members = first.anchor, first.members
+        assert members is not None
+        own_tree = members is self.fleet.tree.get(anchor)
+        per_tree: dict[tuple[int, ...], tuple[bytes, list[Any]]] | None = None
+        if own_tree:
+            per_tree = self.cache.get(("runs", anchor))
+            if per_tree is not None:
+                found: tuple[bytes, list[Any]] | None = per_tree.get(key)
+                if found is not None:
+                    return found[0]
+        run = self.runs.get(key)
+        if run is None:
+            run = self.runs[key] = self.compile(entries, first.layout)
+        text = run[0] % run[1](self.quoted_members(anchor, members, own_tree))
+        if own_tree and self.rendered[0] + len(text) <= MAX_RENDERED_BYTES:
+            if per_tree is None:
+                per_tree = self.cache[("runs", anchor)] = {}
+            per_tree[key] = (text, entries)
+            self.rendered[0] += len(text)
+        return text
+
+    def compile(self, entries: list[Any], layout: Layout) -> _Run:
+        """``entries`` as one ``%`` format over the quoted uuids of their members."""
+        formats = []
+        holes: list[int] = []
+        for entry in entries:
+            compiled = self.compiled.get(id(entry))
+            if compiled is None:
+                compiled = self.compiled[id(entry)] = _compile(entry, layout, self.with_mappings)
+            formats.append(compiled[0])
+            holes.extend(compiled[1])
+        return (b",".join(formats), _getter(holes), entries)
+
+    def quoted_members(self, anchor: int, members: Any, own_tree: bool) -> list[bytes]:
+        """The JSON-quoted uuids of ``members`` (kept per tree for a whole tree)."""
+        found: list[bytes] | None = self.cache.get(("root-q", anchor)) if own_tree else None
+        if found is None:
+            quoted, uuids = self.quoted, self.fleet.uuids
+            found = []
+            for i in members:
+                q = quoted.get(i)
+                if q is None:
+                    q = quoted[i] = orjson.dumps(uuids[i])
+                found.append(q)
+            if own_tree:
+                self.cache[("root-q", anchor)] = found
+        return found
+
+    def one(self, candidate: Candidate) -> bytes:
+        """One allocation request from the candidate's allocations and mappings."""
+        uuids, shares = self.fleet.uuids, self.shares
+        parts: list[bytes] = []
+        allocations = candidate.allocations
+        start, count = 0, len(allocations)
+        while start < count:
+            p = allocations[start][0]
+            end = start + 1
+            while end < count and allocations[end][0] == p:
+                end += 1
+            key = allocations[start:end]
+            share = shares.get(key)
+            if share is None:
+                resources = orjson.dumps({rc: amount for _, rc, amount in key})
+                share = shares[key] = orjson.dumps(uuids[p]) + b':{"resources":' + resources + b"}"
+            parts.append(share)
+            start = end
+        text = b'{"allocations":{' + b",".join(parts)
+        if not self.with_mappings:
+            return text + b"}}"
+        return text + b'},"mappings":{' + b",".join(self.mappings(candidate)) + b"}}"
+
+    def mappings(self, candidate: Candidate) -> list[bytes]:
+        """The candidate's ``mappings`` entries (``"suffix":["uuid",...]``)."""
+        layout, uuids = candidate.layout, self.fleet.uuids
+        if all(len(ks) == 1 for ks in layout.slots_of_group):
+            chosen, labels = candidate.chosen, self.labels
+            entries = []
+            for suffix, ks in zip(layout.suffixes, layout.slots_of_group, strict=True):
+                label, p = suffix or "", chosen[ks[0]]
+                mapped = labels.get((label, p))
+                if mapped is None:
+                    mapped = labels[(label, p)] = orjson.dumps({label: [uuids[p]]})[1:-1]
+                entries.append(mapped)
+            return entries
+        return [
+            orjson.dumps(suffix or "") + b":" + orjson.dumps([uuids[i] for i in used])
+            for suffix, used in candidate.mappings()
+        ]
+
+
+def _compile(
+    entry: TemplateEntry, layout: Layout, with_mappings: bool
+) -> tuple[bytes, tuple[int, ...]]:
+    """``(format, holes)``: the allocation request of ``entry`` as a bytes ``%`` format whose
+    ``%s`` holes take the quoted uuids of the providers at positions ``holes``."""
+    holes: list[int] = []
+    shares: list[bytes] = []
+    allocations = entry.allocations
+    start = 0
+    while start < len(allocations):
+        position = allocations[start][0]
+        end = start + 1
+        while end < len(allocations) and allocations[end][0] == position:
+            end += 1
+        resources = orjson.dumps({rc: amount for _, rc, amount in allocations[start:end]})
+        shares.append(b'%s:{"resources":' + resources.replace(b"%", b"%%") + b"}")
+        holes.append(position)
+        start = end
+    text = b'{"allocations":{' + b",".join(shares) + b"}"
+    if with_mappings:
+        entries = []
+        chosen = entry.chosen
+        for suffix, ks in zip(layout.suffixes, layout.slots_of_group, strict=True):
+            used = sorted({chosen[k] for k in ks})
+            holes.extend(used)
+            label = orjson.dumps(suffix or "").replace(b"%", b"%%")
+            entries.append(label + b":[" + b",".join(b"%s" for _ in used) + b"]")
+        text += b',"mappings":{' + b",".join(entries) + b"}"
+    text += b"}"
+    return text, tuple(holes)
+
+
+def _getter(holes: list[int]) -> Callable[[list[bytes]], tuple[bytes, ...]]:
+    """``f(values) -> tuple(values[h] for h in holes)``, done in C where possible."""
+    if len(holes) == 1:
+        hole = holes[0]
+        return lambda values: (values[hole],)
+    if not holes:
+        return lambda values: ()
+    return itemgetter(*holes)
