@@ -102,9 +102,13 @@ def replace_trees(
 
 
 def _same_places(infos: list[ProviderInfo], before: dict[int, ProviderInfo]) -> bool:
-    """Whether every reloaded provider has the parent and root it had."""
+    """Whether every reloaded provider is the one it was (same uuid: SQLite reuses the ids of
+    deleted rows, so a deleted tree re-created may come back with its old ids) with the parent
+    and root it had."""
     return all(
-        info.parent == before[info.index].parent and info.root == before[info.index].root
+        info.uuid == before[info.index].uuid
+        and info.parent == before[info.index].parent
+        and info.root == before[info.index].root
         for info in infos
     )
 
