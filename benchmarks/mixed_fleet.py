@@ -308,6 +308,14 @@ def snapshot_rows(
     return providers, inventories, usages, traits
 
 
+def fleet_cache(seed: int, hosts: int, cells: int) -> Path:
+    """Where the SQLite files of the mixed fleet ``(seed, hosts, cells)`` are kept between runs
+    (``{side}.db``, and ``{side}.seeded`` once that side's seeding finished)."""
+    return (
+        Path.home() / ".cache" / "placement-numa" / "fleets" / f"mixed-seed{seed}-{hosts}x{cells}"
+    )
+
+
 def _service_pids(base: str) -> list[int]:
     """The processes of the service at ``base`` (ours: by its recorded pid; upstream: every
     other process this script started)."""
@@ -375,16 +383,26 @@ def main() -> int:
     parser.add_argument(
         "--workdir",
         type=Path,
-        help="keep the SQLite files here; a side whose file exists is not seeded again (it must"
-        " hold the fleet of the same --hosts, --cells and --seed)",
+        help="keep the SQLite files here (default: ~/.cache/placement-numa/fleets/"
+        "mixed-seed{SEED}-{HOSTS}x{CELLS}); a side whose seeding finished there before is not"
+        " seeded again",
     )
+    parser.add_argument("--fresh", action="store_true", help="seed both sides in a new temp dir")
     args = parser.parse_args()
 
     specs = host_specs(args.hosts, args.cells, args.seed)
     guests = sum(len(s.guests) for s in specs)
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="pn-mixed-"))
+    workdir = args.workdir or fleet_cache(args.seed, args.hosts, args.cells)
+    if args.fresh:
+        workdir = Path(tempfile.mkdtemp(prefix="pn-mixed-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    seeded_before = {side for side in ("ours", "upstream") if (workdir / f"{side}.db").exists()}
+    seeded_before = set()
+    for side in ("ours", "upstream"):
+        if (workdir / f"{side}.seeded").exists():
+            seeded_before.add(side)
+        else:  # never seeded, or a seeding cut short: start over
+            for leftover in workdir.glob(f"{side}.db*"):
+                leftover.unlink()
     bases: dict[str, str] = {}
     with ExitStack() as stack:
         bases["ours"] = stack.enter_context(ours(args.port, f"sqlite:///{workdir / 'ours.db'}"))
@@ -400,6 +418,7 @@ def main() -> int:
                 continue
             way = args.ours_seed if side == "ours" else "rest"
             seeded = seed(base, specs, way)
+            (workdir / f"{side}.seeded").write_text(f"{way} {seeded['wall']:.1f} s\n")
             print(
                 f"{side:9} seeded {seeded['providers']:.0f} providers, {guests} guests"
                 f" ({way}) in {seeded['wall']:.1f} s",

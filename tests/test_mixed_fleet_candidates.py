@@ -4,7 +4,7 @@ against the brute-force oracle, and against itself without room codes.
 Hosts are drawn so that rooms sit on and around the sums the queries ask (a cell with exactly
 two requests' worth of VCPU left, one short of it, ...): the search replays one root's answer for
 every root whose tree has the same shape and whose members' rooms admit the same sums
-(``engine.replay.room_codes``), so a wrong code shows up as a candidate too many or missing.
+(``engine.answers.room_codes``), so a wrong code shows up as a candidate too many or missing.
 Each answer must be the same list, in the same order, as the answer searched with exact
 look-alike profiles only (room codes off), and equal the oracle's set where the oracle is
 affordable (up to three slots: one cell without disk, or flat).

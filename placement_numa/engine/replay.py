@@ -4,18 +4,17 @@
 (``engine/search.py``) into ``Candidate`` objects. Two roots whose slot options, ancestry among
 those options, room per requested class and relevant traits look the same (by position) have
 the same candidates up to renaming providers: the first root's answer is kept as a template of
-positions (``TemplateEntry``) and replayed for the others. ``RootView`` is what a rank bound
+positions (``TemplateEntry``) and replayed for the others; answers per tree profile outlive
+the search (``engine/answers.py``). ``RootView`` is what a rank bound
 may read about a root before it is searched (``RankBoundFn``).
 """
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import numpy
-
+from placement_numa.engine.answers import memo_of, per_snapshot, query_key, room_codes
 from placement_numa.engine.candidates import Candidate, TemplateEntry
 from placement_numa.engine.fleet import FleetSnapshot
 from placement_numa.engine.options import slot_options
@@ -25,100 +24,6 @@ from placement_numa.engine.protocol import RankBoundFn
 from placement_numa.engine.search import search_assignments
 
 __all__ = ["RootSearch", "RootView", "RankBoundFn"]
-
-
-# room codes are given up for a class whose amounts add up in more ways than this
-MAX_SUMS = 64
-# queries whose answers per profile ``FleetSnapshot.answer_memo`` keeps (oldest dropped first)
-MAX_MEMO_QUERIES = 64
-# per snapshot: the room codes per sorted amounts (``room_codes``), built once per snapshot
-_CODES: weakref.WeakKeyDictionary[FleetSnapshot, dict[object, list[int] | None]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def query_key(plan: QueryPlan) -> tuple[object, ...]:
-    """What decides a root's answer to ``plan`` besides its tree (everything of the query but
-    ``limit``), hashable."""
-    query = plan.query
-    groups = tuple(
-        (
-            g.suffix,
-            tuple(sorted(g.resources.items())),
-            g.required_traits,
-            g.any_traits,
-            g.forbidden_traits,
-            g.member_of,
-            g.forbidden_aggregates,
-            g.in_tree,
-        )
-        for g in query.groups
-    )
-    return (groups, query.group_policy, query.same_subtree)
-
-
-def memo_of(plan: QueryPlan) -> tuple[dict[object, Any], dict[object, Any]]:
-    """``(bases, expanded)``: answers of ``plan``'s query per tree profile in member positions
-    (one per ordering class / every ordering), kept in ``fleet.answer_memo`` across searches.
-
-    A profile (tree shape and room codes, or exact look) is a content key valid in every
-    snapshot sharing the profile tables, so an answer recorded once serves later searches and
-    later snapshots alike. Entries are written whole (one dict store) and never changed, so
-    concurrent searches may share them."""
-    memo = plan.fleet.answer_memo
-    key = query_key(plan)
-    found = memo.get(key)
-    if found is None:
-        if len(memo) >= MAX_MEMO_QUERIES:
-            memo.pop(next(iter(memo)), None)
-        found = memo.setdefault(key, ({}, {}))
-    bases: dict[object, Any] = found[0]
-    expanded: dict[object, Any] = found[1]
-    return bases, expanded
-
-
-def room_codes(plan: QueryPlan) -> list[int] | None:
-    """Per provider index, one small integer telling what its room admits of this query.
-
-    A provider's consumption of a class is a sum of some of the amounts the plan's slots ask
-    of it, and it fits exactly when that sum is at most the provider's room (``min(max_unit,
-    capacity - used)``). Two providers whose rooms admit the same subset sums for every
-    requested class (``searchsorted`` over the sorted sums) behave alike in every check of the
-    search, so trees of one shape (``FleetSnapshot.shape_profiles``) whose members have the
-    same codes have the same answer up to renaming (the snapshot's room columns, vectorised).
-    ``None`` when some class's amounts add up in more than ``MAX_SUMS`` ways.
-    """
-    fleet = plan.fleet
-    amounts: dict[str, list[int]] = {}
-    for slot in plan.slots:
-        for rc, amount in slot.resources:
-            amounts.setdefault(rc, []).append(amount)
-    key = tuple((rc, tuple(sorted(amounts[rc]))) for rc in sorted(amounts))
-    per_snapshot = _CODES.setdefault(fleet, {})
-    if key in per_snapshot:
-        return per_snapshot[key]
-    found = per_snapshot[key] = _room_codes(fleet, amounts)
-    return found
-
-
-def _room_codes(fleet: FleetSnapshot, amounts: dict[str, list[int]]) -> list[int] | None:
-    """``room_codes`` computed (see there)."""
-    codes = numpy.zeros(len(fleet.providers), dtype=numpy.int64)
-    span = 1
-    for rc in sorted(amounts):
-        sums = {0}
-        for amount in amounts[rc]:
-            sums |= {s + amount for s in sums}
-            if len(sums) > MAX_SUMS:
-                return None
-        levels = numpy.array(sorted(sums - {0}), dtype=numpy.int64)
-        span *= len(levels) + 1
-        if span > 2**40:
-            return None
-        found = numpy.searchsorted(levels, fleet.room_column(rc), side="right")
-        codes = codes * (len(levels) + 1) + found
-    result: list[int] = codes.tolist()
-    return result
 
 
 class RootSearch:
@@ -150,8 +55,15 @@ class RootSearch:
         # replays); kept across searches (``memo_of``) when profiles are content keys
         self.profile_templates: dict[object, list[TemplateEntry]] = {}
         self.expanded_templates: dict[object, list[TemplateEntry]] = {}
+        # per root: its replayed candidates (orderings, one per ordering class), this snapshot's
+        self.root_answers: tuple[dict[int, list[Candidate]], dict[int, list[Candidate]]] = ({}, {})
         if self.by_profile:
             self.profile_templates, self.expanded_templates = memo_of(plan)
+            key = (query_key(plan), self.codes is None)
+            self.root_answers = (
+                per_snapshot(plan.fleet, ("roots", True, key)),
+                per_snapshot(plan.fleet, ("roots", False, key)),
+            )
         self.bound_cache: dict[object, object] = {}  # see RootView.cache
         self.slot_keys = [
             (
@@ -191,7 +103,13 @@ class RootSearch:
 
     def replayed(self, root: int, *, orderings: bool = True) -> list[Candidate] | None:
         """``candidates(root)`` as a list when a look-alike root's answer is known (replayed,
-        no search), else ``None``."""
+        no search), else ``None``. The list is kept per snapshot and root: read, never change
+        it."""
+        every = orderings and bool(self.plan.unit_runs)
+        kept = self.root_answers[0 if every else 1]
+        found = kept.get(root)
+        if found is not None:
+            return found
         profile = self._profile(root)
         if profile is None:
             return None
@@ -208,7 +126,10 @@ class RootSearch:
         if known is None:
             return None
         members, layout = self.plan.fleet.tree[root], self.layout
-        return [Candidate(root, None, None, layout, members, entry) for entry in known]
+        found = kept[root] = [
+            Candidate(root, None, None, layout, members, entry) for entry in known
+        ]
+        return found
 
     def _entry_orderings(self, entry: TemplateEntry) -> Iterator[TemplateEntry]:
         """``entry`` and its reorderings, in positions."""
