@@ -31,10 +31,10 @@ from placement_numa.numa.page_sizes import provider_traits
 from placement_numa.services.numa_candidates import (
     NumaOptions,
     RankedCandidate,
-    _anchors_distinct,
     flavor_candidates,
     query_candidates,
 )
+from placement_numa.services.numa_search import anchors_distinct as _anchors_distinct
 from tests.candidate_fleets import forests, queries, uuid_of, with_copies
 
 PROPERTY = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])

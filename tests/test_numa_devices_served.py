@@ -397,6 +397,32 @@ def test_restricted_narrowest_aligned_placement(fleet: Fleet) -> None:
     assert fleet.candidates({"pci_passthrough:alias": "gpu:1"}, **policy) == []
 
 
+def test_restricted_narrowest_width_any_cpu_split(fleet: Fleet) -> None:
+    # cell 1 holds the NIC but only 2 free PCPUs: 6 CPUs fit cells {0, 1} as 4 + 2 (the
+    # Topology Manager's narrowest mask asks only that they fit), never 3 cells
+    a = fleet.host("a", (NIC, 1, 8), cells=4, busy={1: 2})
+    found = fleet.candidates(
+        {"pci_passthrough:alias": "nic:1"}, vcpus=6, topology_policy="restricted"
+    )
+    assert found and all(len(c) == 2 and 1 in c and d == [1] for _, c, d in placed(found))
+    assert sorted(cpus_per_cell(found[0], a).values()) == [2, 4]
+    # KEP-2902 (distribute_cpus_across_numa) splits evenly: 3 + 3 does not fit cell 1, so
+    # the narrowest even split is 2 + 2 + 2 over three cells, cell 1 among them
+    even = fleet.candidates(
+        {"pci_passthrough:alias": "nic:1"},
+        vcpus=6,
+        distribute_cpus_across_numa=True,
+        topology_policy="restricted",
+    )
+    assert even and all(len(c) == 3 and 1 in c for _, c, _ in placed(even))
+    assert set(cpus_per_cell(even[0], a).values()) == {2}
+    # best-effort: the same 4 + 2 placements among every other
+    best = fleet.candidates(
+        {"pci_passthrough:alias": "nic:1"}, vcpus=6, topology_policy="best-effort"
+    )
+    assert placed(best)[0][1] in ([0, 1], [1, 2], [1, 3]) and best[0]["numa"]["aligned"]
+
+
 def test_restricted_even_split_with_distribute(fleet: Fleet) -> None:
     b = fleet.host("b", (NIC, 1, 8))
     found = fleet.candidates(

@@ -263,3 +263,22 @@ def test_distribution_widens_a_flavor_without_fixed_cell_count() -> None:
     assert got["resources_MEM1"] == {"MEMORY_MB": 1536} and got["resources_MEM2"] == {
         "MEMORY_MB": 1536
     }
+
+
+@pytest.mark.parametrize(("total", "parts"), [(n, w) for n in range(1, 13) for w in range(1, 6)])
+def test_cpu_splits_are_every_split_the_most_even_first(total: int, parts: int) -> None:
+    from itertools import product
+
+    from placement_numa.numa.distribute import cpu_splits, split_evenly
+
+    brute = {
+        tuple(sorted(c, reverse=True))
+        for c in product(range(1, total + 1), repeat=parts)
+        if sum(c) == total
+    }
+    found = cpu_splits(total, parts, limit=10**6)
+    assert set(found) == brute and len(found) == len(brute)
+    if found:
+        assert found[0] == tuple(sorted(split_evenly(total, parts), reverse=True))
+        assert [max(s) for s in found] == sorted(max(s) for s in found)
+    assert len(cpu_splits(total, parts, limit=2)) == min(2, len(brute))

@@ -10,7 +10,10 @@ Memory is split the same way in units of the page size.
 
 from __future__ import annotations
 
-__all__ = ["split_evenly", "widths_to_try"]
+__all__ = ["MAX_SPLITS", "cpu_splits", "split_evenly", "widths_to_try"]
+
+# splits of one width tried at most (the most even first)
+MAX_SPLITS = 32
 
 
 def split_evenly(total: int, parts: int, unit: int = 1) -> list[int]:
@@ -34,3 +37,38 @@ def split_evenly(total: int, parts: int, unit: int = 1) -> list[int]:
 def widths_to_try(vcpus: int, max_cells: int) -> list[int]:
     """Cell counts in KEP-2902 order: 1, 2, ..., never more cells than CPUs or ``max_cells``."""
     return list(range(1, max(1, min(vcpus, max_cells)) + 1))
+
+
+def cpu_splits(total: int, parts: int, limit: int = MAX_SPLITS) -> list[tuple[int, ...]]:
+    """The ways to split ``total`` CPUs over ``parts`` cells, each cell at least one, as
+    non-increasing tuples, the most even first (ascending largest part, then each next part
+    as small as it can be), at most ``limit`` of them. The first is ``split_evenly(total, parts)``.
+    ``cpu_splits(6, 2)`` -> ``[(3, 3), (4, 2), (5, 1)]``, ``cpu_splits(7, 3)`` -> ``[(3, 2, 2),
+    (3, 3, 1), (4, 2, 1), (5, 1, 1)]``; ``[]`` when ``total < parts``.
+
+    Used for the Topology Manager's ``restricted``/``best-effort`` without KEP-2902's even
+    distribution: the narrowest mask only asks that the CPUs fit on its cells. Work is
+    O(``limit`` * ``parts``): every branch followed yields at least one split.
+    """
+    found: list[tuple[int, ...]] = []
+
+    def fill(rest: int, count: int, cap: int, head: tuple[int, ...]) -> None:
+        if len(found) >= limit:
+            return
+        if count == 0:
+            found.append(head)
+            return
+        # the evenest part first: at least the mean of the rest, at most the cap
+        for part in range(-(-rest // count), min(cap, rest - (count - 1)) + 1):
+            fill(rest - part, count - 1, part, (*head, part))
+            if len(found) >= limit:
+                return
+
+    if parts < 1 or total < parts:
+        return found
+    smallest_max = -(-total // parts)
+    for largest in range(smallest_max, total - parts + 2):
+        fill(total - largest, parts - 1, largest, (largest,))
+        if len(found) >= limit:
+            break
+    return found

@@ -62,9 +62,10 @@ class GuestTopology:
         return self.explicit_page_size or self.cpu_policy in ("dedicated", "mixed")
 
 
-def _even_cpus(vcpus: int, parts: int) -> list[frozenset[int]]:
-    counts = split_evenly(vcpus, parts)
-    result, start = [], 0
+def _cpu_ranges(counts: list[int] | tuple[int, ...]) -> list[frozenset[int]]:
+    """Guest CPU ids 0.. given out in order: ``counts[i]`` consecutive ids to cell ``i``."""
+    result: list[frozenset[int]] = []
+    start = 0
     for count in counts:
         result.append(frozenset(range(start, start + count)))
         start += count
@@ -76,12 +77,16 @@ def guest_topology(
     image: ImageProperties | None = None,
     *,
     cell_count: int | None = None,
+    cpu_split: tuple[int, ...] | None = None,
 ) -> GuestTopology | None:
     """The guest topology of a ``FlavorRequest`` (or of a flavor + image, resolved first), or
     ``None`` for a guest without NUMA request.
 
     ``cell_count`` overrides the implicit single cell of a flavor that does not fix its count
-    (KEP-2902 distribution: CPUs and memory split evenly, remainder striped). Raises
+    (KEP-2902 distribution: CPUs and memory split evenly, remainder striped); ``cpu_split``
+    (one CPU count per cell, summing to the flavor's vcpus) replaces the even split of the
+    CPUs over those cells (memory stays even: ``topology_policy`` restricted/best-effort
+    without ``distribute_cpus_across_numa``). Raises
     ``InvalidFlavor`` (400) when a flavor given as such does not validate.
     """
     request = as_request(flavor, image)
@@ -95,7 +100,11 @@ def guest_topology(
     count = nodes if nodes is not None else (cell_count or 1)
     vcpus, memory_mb = request.flavor.vcpus, request.flavor.memory_mb
 
-    cpus = list(request.cell_cpus) if request.cell_cpus else _even_cpus(vcpus, count)
+    if request.cell_cpus:
+        cpus = list(request.cell_cpus)
+    else:
+        split = cpu_split if cpu_split is not None and len(cpu_split) == count else None
+        cpus = _cpu_ranges(split or split_evenly(vcpus, count))
     if request.cell_memory_mb:
         memory = list(request.cell_memory_mb)
     else:

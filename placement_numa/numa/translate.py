@@ -237,18 +237,20 @@ def translate(
     image: ImageProperties | None = None,
     *,
     cell_count: int | None = None,
+    cpu_split: tuple[int, ...] | None = None,
 ) -> NumaQuery:
     """Translate a ``FlavorRequest`` (or a flavor and image, resolved first) into a
     ``NumaQuery``.
 
-    ``cell_count`` widens a flavor that does not fix its cell count (KEP-2902 distribution).
+    ``cell_count`` widens a flavor that does not fix its cell count (KEP-2902 distribution);
+    ``cpu_split`` gives its CPUs per cell (``topology.guest_topology``).
     PCI devices (``pci_passthrough:alias``) become one group each (``_PCI<n>``); with devices
     the guest cells' distinctness is checked on candidates (``filter_anchors``) unless the
     flavor asks ``group_policy=isolate``, since isolate would also keep two VFs of one PF apart.
     Raises ``InvalidFlavor`` (400, ``placement_numa.flavor.invalid``) naming the offending keys.
     """
     request = as_request(flavor, image)
-    topology = guest_topology(request, cell_count=cell_count)
+    topology = guest_topology(request, cell_count=cell_count, cpu_split=cpu_split)
     if topology is None:
         query = _flat_query(request, None, frozenset({HW_NUMA_ROOT}))
         return NumaQuery(query, (), None, None, ("VCPU",), query, (), False, (), request)

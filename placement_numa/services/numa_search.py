@@ -1,0 +1,240 @@
+"""The searches under ``services.numa_candidates``: one NUMA query through the candidate
+engine with the NUMA rank hook and the search's ``accept`` filter (guest cells on distinct host
+cells, Nova's memory rule, the devices' NUMA affinity), bounded (roots searched best bound
+first) or exhaustive (the reference the tests compare against); the options and the ranked
+candidate both share.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, replace
+
+from placement_numa.domain.request_groups import CandidateQuery
+from placement_numa.engine import Candidate, CandidateEngine, FleetSnapshot
+from placement_numa.numa.device_affinity import device_accept
+from placement_numa.numa.engine_rank import CellIndex, NumaRanker
+from placement_numa.numa.memory_rule import memory_accept
+from placement_numa.numa.query_string import to_query_string
+from placement_numa.numa.ranking import NumaScore
+from placement_numa.numa.translate import NumaQuery
+from placement_numa.numa.unknown_traits import known_traits_only
+
+__all__ = [
+    "NumaOptions",
+    "RankedCandidate",
+    "rounds",
+    "runnable",
+    "anchors_distinct",
+    "ranker_for",
+    "search_bounded",
+    "search_exhaustive",
+    "in_tree",
+    "numa_cells",
+]
+
+
+@dataclass(frozen=True)
+class NumaOptions:
+    """``limit`` (``None`` = all), ``prefer_closest_numa_nodes`` (KEP-3545, default on),
+    ``distribute_cpus_across_numa`` (KEP-2902, default off), ``every_ordering`` (default off:
+    guest cells with identical requests are interchangeable, so each distinct set of host
+    cells is returned once; on: every assignment of guest cells to them, as GET does) and
+    ``diversify`` (default on: the best candidate of every host, in rank order, before the
+    second best of any host, so a ``limit`` answer offers alternates on distinct hosts);
+    ``topology_policy``: the Topology Manager policy (``none``, ``best-effort``,
+    ``restricted``, ``single-numa-node``; ``None``: Nova's flavor semantics)."""
+
+    limit: int | None = None
+    prefer_closest: bool = True
+    distribute: bool = False
+    every_ordering: bool = False
+    diversify: bool = True
+    topology_policy: str | None = None
+
+
+def rounds(found: list[RankedCandidate]) -> list[RankedCandidate]:
+    """``found`` (ranked) reordered by rounds: each host's best, then each host's second
+    best, ...; rank order kept within a round (the engine's ``diversify`` order)."""
+    seen: dict[int, int] = {}
+    keyed = []
+    for n, ranked in enumerate(found):
+        anchor = ranked.candidate.anchor
+        keyed.append((seen.get(anchor, 0), n, ranked))
+        seen[anchor] = seen.get(anchor, 0) + 1
+    keyed.sort(key=lambda item: (item[0], item[1]))
+    return [ranked for _, _, ranked in keyed]
+
+
+@dataclass(frozen=True)
+class RankedCandidate:
+    """One candidate, best first: the engine's candidate and snapshot, its NUMA score
+    (``None`` for fallback candidates), the query string it answers, whether it is a
+    fallback (host not reshaped), the host name and the PCI devices it takes:
+    ``((resource class, provider uuid, cell id or None), ...)``."""
+
+    candidate: Candidate
+    fleet: FleetSnapshot
+    score: NumaScore | None
+    explain: str
+    fallback: bool = False
+    host: str | None = None
+    devices: tuple[tuple[str, str, int | None], ...] = ()
+
+
+def _known_classes(query: CandidateQuery | None, fleet: FleetSnapshot) -> CandidateQuery | None:
+    """``query``, or ``None`` when it asks a resource class the service does not know (a
+    device alias whose class no provider was given yet: a valid flavor, no candidates)."""
+    known = fleet.resource_class_names
+    if query is None or known is None:
+        return query
+    if any(rc not in known for g in query.groups for rc in g.resources):
+        return None
+    return query
+
+
+def runnable(numa: NumaQuery, fleet: FleetSnapshot) -> NumaQuery | None:
+    """``numa`` with its search and fallback queries checked against the traits the service
+    knows (``numa.unknown_traits``): ``None`` when the search requires an unknown trait (no
+    candidates, never a 400: the flavor is valid), else unknown forbidden traits dropped; a
+    fallback that requires an unknown trait is dropped; a query asking a resource class the
+    service does not know (``_known_classes``) is treated as one requiring an unknown trait."""
+    fallback = _known_classes(numa.fallback, fleet)
+    if fallback is not None:
+        fallback = known_traits_only(fallback, fleet.trait_names)
+    search = _known_classes(numa.search_query, fleet)
+    if search is not None:
+        search = known_traits_only(search, fleet.trait_names)
+    if search is None:
+        return replace(numa, fallback=fallback, search=None) if fallback is not None else None
+    return replace(numa, search=search, fallback=fallback)
+
+
+def anchors_distinct(candidate: Candidate, anchors: tuple[str, ...]) -> bool:
+    """Whether the groups ``anchors`` (suffixes) of ``candidate`` sit on distinct providers."""
+    chosen = [g.providers for g in candidate.groups if g.suffix in anchors]
+    return len({p for p in chosen}) == len(chosen)
+
+
+def _accept(
+    numa: NumaQuery, fleet: FleetSnapshot, index: CellIndex | None = None
+) -> Callable[[Candidate], bool] | None:
+    """The search's ``accept`` filter: guest cells on distinct host cells when the query cannot
+    enforce it (``filter_anchors``), Nova's memory rule for pinned and explicit-page-size
+    guests (``numa.memory_rule``) and the devices' NUMA affinity (``numa.device_affinity``);
+    ``None`` when none applies."""
+    checks: list[Callable[[Candidate], bool]] = []
+    if numa.filter_anchors:
+        anchors = numa.anchors
+        checks.append(lambda c: anchors_distinct(c, anchors))
+    memory = memory_accept(numa.topology, fleet)
+    if memory is not None:
+        checks.append(memory)
+    devices = device_accept(numa, fleet, index or CellIndex())
+    if devices is not None:
+        checks.append(devices)
+    if not checks:
+        return None
+    if len(checks) == 1:
+        return checks[0]
+    return lambda c: all(check(c) for check in checks)
+
+
+def ranker_for(index: CellIndex, numa: NumaQuery, options: NumaOptions) -> NumaRanker:
+    """The ``NumaRanker`` of ``numa``'s candidates (its CPU and device classes, its distinct
+    anchors, devices aligned unless ``topology_policy=none``)."""
+    return NumaRanker(
+        index,
+        numa.cpu_classes,
+        prefer_closest=options.prefer_closest,
+        distinct=numa.anchors if numa.filter_anchors else (),
+        device_classes=frozenset(d.resource_class for d in numa.devices),
+        align_devices=any(d.policy != "none" for d in numa.devices),
+    )
+
+
+def _ranked(
+    candidate: Candidate, fleet: FleetSnapshot, ranker: NumaRanker, explain: str
+) -> RankedCandidate:
+    return RankedCandidate(
+        candidate,
+        fleet,
+        ranker.score(candidate, fleet),
+        explain,
+        devices=ranker.devices(candidate, fleet),
+    )
+
+
+def search_bounded(
+    engine: CandidateEngine,
+    numa: NumaQuery,
+    ranker: NumaRanker,
+    limit: int | None,
+    roots: Collection[str] | None = None,
+    fleet: FleetSnapshot | None = None,
+    options: NumaOptions = NumaOptions(),
+) -> tuple[list[RankedCandidate], FleetSnapshot]:
+    """The first ``limit`` ranked candidates (all with ``None``) of ``numa``'s search query,
+    anchored at ``roots`` (uuids; ``None``: any), guest cells on distinct host cells; roots
+    searched best bound first; on ``fleet`` (``None``: a fresh snapshot). Same answer as
+    ``search_exhaustive``."""
+    query = numa.search_query
+    if fleet is None:
+        fleet = engine.snapshot()
+    # the rank bound's contract reads key[0] as the width; device keys lead with alignment
+    result = engine.search(
+        query,
+        limit=limit,
+        rank=ranker.rank,
+        rank_bound=None if numa.devices else ranker.bound,
+        roots=roots,
+        accept=_accept(numa, fleet, ranker.index),
+        fleet=fleet,
+        orderings=options.every_ordering,
+        diversify=options.diversify,
+    )
+    explain = to_query_string(query)
+    fleet = result.fleet
+    found = [_ranked(c, fleet, ranker, explain) for c in result.candidates]
+    return found, fleet
+
+
+def search_exhaustive(
+    engine: CandidateEngine,
+    numa: NumaQuery,
+    ranker: NumaRanker,
+    limit: int | None,
+    fleet: FleetSnapshot | None = None,
+    options: NumaOptions = NumaOptions(),
+) -> list[RankedCandidate]:
+    """The exhaustive reference of ``search_bounded`` (every candidate ranked)."""
+    query = numa.search_query
+    if fleet is None:
+        fleet = engine.snapshot()
+    accept = _accept(numa, fleet, ranker.index)
+    result = engine.search(
+        query,
+        limit=None if accept is not None or options.diversify else limit,
+        rank=ranker.rank,
+        fleet=fleet,
+        orderings=options.every_ordering,
+    )
+    explain = to_query_string(query)
+    found = []
+    for candidate in result.candidates:
+        if accept is not None and not accept(candidate):
+            continue
+        found.append(_ranked(candidate, result.fleet, ranker, explain))
+    if options.diversify:
+        found = rounds(found)
+    return found if limit is None else found[:limit]
+
+
+def in_tree(query: CandidateQuery, root_uuid: str) -> CandidateQuery:
+    """``query`` restricted to one tree (``in_tree`` on every group)."""
+    return replace(query, groups=tuple(replace(g, in_tree=root_uuid) for g in query.groups))
+
+
+def numa_cells(fleet: FleetSnapshot, root: int) -> list[int]:
+    """Provider indices of the ``HW_NUMA_ROOT`` providers of the tree of ``root``."""
+    return [i for i in fleet.tree[root] if "HW_NUMA_ROOT" in fleet.providers[i].traits]

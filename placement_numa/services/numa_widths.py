@@ -1,0 +1,202 @@
+"""Guests whose cell count the flavor does not fix, searched at 1, 2, ... cells:
+KEP-2902's ``distribute_cpus_across_numa`` (CPUs and memory split evenly over the cells, each
+host kept at its narrowest fit) and the Topology Manager's ``restricted`` (each host at its
+narrowest width) and ``best-effort`` (every width, narrowest first) policies. Without
+``distribute_cpus_across_numa`` those two policies do not split the CPUs evenly: every split of
+the CPUs over the width's cells (``numa.distribute.cpu_splits``) is searched, as the Topology
+Manager's narrowest mask asks only that the CPUs fit on its cells.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from placement_numa.engine import CandidateEngine, FleetSnapshot
+from placement_numa.numa.distribute import cpu_splits, widths_to_try
+from placement_numa.numa.engine_rank import CellIndex
+from placement_numa.numa.ranking import rank_key
+from placement_numa.numa.request import FlavorRequest
+from placement_numa.numa.translate import NumaQuery, translate
+from placement_numa.services.numa_search import (
+    NumaOptions,
+    RankedCandidate,
+    in_tree,
+    numa_cells,
+    ranker_for,
+    rounds,
+    runnable,
+    search_bounded,
+    search_exhaustive,
+)
+
+__all__ = ["MAX_DISTRIBUTE_CELLS", "distributed", "distributed_bounded"]
+
+# KEP-2902 tries 1..N cells; hosts rarely have more than 8 cells per socket pair.
+MAX_DISTRIBUTE_CELLS = 16
+
+
+def _splits(request: FlavorRequest, options: NumaOptions, width: int) -> list[tuple[int, ...]]:
+    """The CPU splits tried at ``width``: the even one only (KEP-2902, and Nova's flavor
+    semantics), or, for ``restricted``/``best-effort`` without ``distribute_cpus_across_numa``,
+    every split the most even first (``cpu_splits``)."""
+    policy = request.topology_policy
+    uneven = policy is not None and policy.widths != "flavor" and not options.distribute
+    if width == 1 or not uneven:
+        return [()]
+    return cpu_splits(request.flavor.vcpus, width)
+
+
+def _attempt(
+    request: FlavorRequest, width: int, split: tuple[int, ...], fleet: FleetSnapshot
+) -> NumaQuery | None:
+    """The runnable query of ``request`` at ``width`` cells with CPUs ``split`` (``()``:
+    even), or ``None`` when it cannot run."""
+    ready = runnable(translate(request, cell_count=width, cpu_split=split or None), fleet)
+    return ready if ready is not None and ready.search is not None else None
+
+
+def _by_rank(found: list[RankedCandidate], options: NumaOptions) -> list[RankedCandidate]:
+    """``found`` sorted by rank key, then by rounds when ``options.diversify``."""
+    found = sorted(
+        found,
+        key=lambda r: rank_key(r.score, prefer_closest=options.prefer_closest) if r.score else (),
+    )
+    return rounds(found) if options.diversify else found
+
+
+def _eligible(
+    fleet: FleetSnapshot,
+    attempt: NumaQuery,
+    width: int,
+    skip: set[str],
+    cells_of: dict[int, list[int]],
+) -> list[str]:
+    """Roots (uuids) not in ``skip`` with at least ``width`` NUMA cells and enough free CPUs
+    of ``attempt``'s classes in total."""
+    needed = sum(c.cpu_count for c in attempt.topology.cells) if attempt.topology else 0
+    providers = fleet.providers
+    eligible = []
+    for root in fleet.roots:
+        uuid = providers[root].uuid
+        if uuid in skip:
+            continue
+        cells = cells_of.get(root)
+        if cells is None:
+            cells = cells_of[root] = numa_cells(fleet, root)
+        if len(cells) < width:
+            continue
+        if sum(providers[i].free(rc) for i in cells for rc in attempt.cpu_classes) >= needed:
+            eligible.append(uuid)
+    return eligible
+
+
+def _hosts(found: list[RankedCandidate], *, aligned: bool = False) -> set[str]:
+    """Root uuids of ``found`` (``aligned``: of its candidates whose devices are aligned)."""
+    return {
+        r.fleet.providers[r.candidate.anchor].uuid
+        for r in found
+        if not aligned or r.score is None or r.score.aligned
+    }
+
+
+def distributed_bounded(
+    engine: CandidateEngine,
+    request: FlavorRequest,
+    index: CellIndex,
+    options: NumaOptions,
+    fleet: FleetSnapshot,
+    *,
+    every: bool = False,
+) -> list[RankedCandidate]:
+    """KEP-2902 over the fleet, with the answer of ``distributed``: width 1 over every host;
+    then, for each wider width, the hosts not placed yet that have that many NUMA cells and
+    enough free CPUs in total. Each width (each CPU split of it, ``_splits``: a split is
+    searched only on the hosts the more even ones did not place with aligned devices) is one
+    bounded ranked search (``search_bounded``) asked only for the candidates still missing,
+    so a wider width is
+    searched only when the narrower ones gave fewer than ``limit`` (and then they gave all
+    theirs, so the placed hosts are known).
+
+    ``every`` (``topology_policy=best-effort``): every width of every host, placed or not, all
+    ranked together (aligned, then narrowest first), then ``limit``."""
+    limit = None if every else options.limit
+    found: list[RankedCandidate] = []
+    placed: set[str] = set()
+    cells_of: dict[int, list[int]] = {}
+    for width in widths_to_try(request.flavor.vcpus, MAX_DISTRIBUTE_CELLS):
+        remaining = None if limit is None else limit - len(found)
+        batch: list[RankedCandidate] = []
+        splits = _splits(request, options, width)
+        for split in splits:
+            attempt = _attempt(request, width, split, fleet)
+            if attempt is None:
+                continue
+            ranker = ranker_for(index, attempt, options)
+            roots = None
+            if width > 1:
+                roots = _eligible(
+                    fleet,
+                    attempt,
+                    width,
+                    _hosts(batch, aligned=True) | (set() if every else placed),
+                    cells_of,
+                )
+                if not roots:
+                    continue
+            more, _ = search_bounded(
+                engine, attempt, ranker, remaining, roots=roots, fleet=fleet, options=options
+            )
+            batch.extend(more)
+        if len(splits) > 1:
+            batch = _by_rank(batch, options)[:remaining]
+        placed |= _hosts(batch)
+        found.extend(batch)
+        if limit is not None and len(found) >= limit:
+            return found[:limit]
+    if every:
+        found = _by_rank(found, options)[: options.limit]
+    return found
+
+
+def distributed(
+    engine: CandidateEngine,
+    request: FlavorRequest,
+    index: CellIndex,
+    options: NumaOptions,
+    fleet: FleetSnapshot,
+    *,
+    every: bool = False,
+) -> list[RankedCandidate]:
+    """KEP-2902 over the fleet: width 1 over every host; then, for each wider width, only the
+    hosts not placed yet that have that many NUMA cells and enough free CPUs in total (each
+    searched with ``in_tree``, at each CPU split of ``_splits`` until one places it), so a host
+    is reported at its narrowest width only and the search never enumerates wide splits of
+    hosts that already fit narrower. Stops at ``limit``. The exhaustive reference of
+    ``distributed_bounded`` (``every``: as there)."""
+    limit = None if every else options.limit
+    found: list[RankedCandidate] = []
+    placed: set[str] = set()
+    cells_of: dict[int, list[int]] = {}
+    for width in widths_to_try(request.flavor.vcpus, MAX_DISTRIBUTE_CELLS):
+        batch: list[RankedCandidate] = []
+        for split in _splits(request, options, width):
+            attempt = _attempt(request, width, split, fleet)
+            if attempt is None:
+                continue
+            ranker = ranker_for(index, attempt, replace(options, limit=None))
+            if width == 1:
+                batch = search_exhaustive(engine, attempt, ranker, None, fleet, options)
+                continue
+            skip = _hosts(batch, aligned=True) | (set() if every else placed)
+            for uuid in _eligible(fleet, attempt, width, skip, cells_of):
+                one = replace(attempt, search=in_tree(attempt.search_query, uuid))
+                batch.extend(search_exhaustive(engine, one, ranker, None, fleet, options))
+        if width > 1:
+            batch = _by_rank(batch, options)
+        placed |= _hosts(batch)
+        found.extend(batch)
+        if limit is not None and len(found) >= limit:
+            return found[:limit]
+    if every:
+        found = _by_rank(found, options)[: options.limit]
+    return found
