@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import re
 import subprocess
@@ -140,3 +141,48 @@ def test_curls_answer_as_shown(blocks, tmp_path: Path) -> None:  # type: ignore[
             assert time.monotonic() < deadline, service.log_text()[-2000:]
             time.sleep(0.2)
         _run_blocks(blocks(), service.base_url)
+
+
+def test_device_section_answers_as_shown(tmp_path: Path) -> None:
+    """README's "A NIC on the guest's own NUMA cell": the service started as it says (the
+    ``printf`` writes ``pci.conf``), then the candidates without and with alignment."""
+    section = README.split("## A NIC on the guest's own NUMA cell", 1)[1].split("\n## ", 1)[0]
+    start, before, after = re.findall(r"```sh\n(.*?)```", section, flags=re.S)
+    printf, serve = start.strip().splitlines()
+    subprocess.run(["bash", "-c", printf], cwd=tmp_path, check=True)
+    assert serve.startswith("placement-numa serve ")
+    ports = list(range(19700, 19750))
+    random.shuffle(ports)
+    port = free_port(ports)
+    argv = [sys.executable, "-m", "placement_numa", *serve.split()[1:], "--port", str(port)]
+    env = service_env(PLACEMENT_NUMA_DATABASE_URL=f"sqlite:///{tmp_path / 'readme.sqlite'}")
+    with running(
+        argv, port, tmp_path / "service.log", env=env, cwd=tmp_path, timeout=120
+    ) as service:
+        deadline = time.monotonic() + 120
+        while "demo: loaded" not in service.log_text():
+            assert time.monotonic() < deadline, service.log_text()[-2000:]
+            time.sleep(0.2)
+        prelude = _readme_curl_blocks()[0].replace("http://127.0.0.1:8778", service.base_url)
+        answers = []
+        for block in (before, before.split("curl ")[0] + after):
+            done = subprocess.run(
+                ["bash", "-c", f"set -euo pipefail\n{prelude}\n{block}"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+            assert done.returncode == 0, done.stderr
+            answers.append(json.loads(done.stdout))
+    unaligned, aligned = ([a["numa"] for a in x["allocation_requests"]] for x in answers)
+    assert len(unaligned) == 4 and sum(not n["aligned"] for n in unaligned) == 2
+    assert {n["average_distance"] for n in unaligned if not n["aligned"]} == {15.5}
+    assert [n["host"] for n in aligned] == ["nic-2s-2", "nic-2s-1"]
+    for numa in aligned:
+        assert numa["aligned"] and numa["devices"][0]["cell"] == numa["cells"][0]
+    shown = "".join(line[1:].strip() for line in after.splitlines() if line.startswith("#"))
+    first = shown.split('"numa":', 1)[1].split("...")[0].rstrip(",")
+    assert json.dumps(aligned[0], separators=(",", ":")).startswith(first), first
+    device = shown.split('"devices":[', 1)[1].split('"provider"')[0]
+    assert device in json.dumps(aligned[0]["devices"][0], separators=(",", ":")), device
