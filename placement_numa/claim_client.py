@@ -16,6 +16,10 @@ Errors (``ClaimError`` tree)::
 
     ClaimError                 any failure (transport errors are wrapped too)
     └── ClaimRefused           the service answered 4xx/5xx; .status, .code, .detail, .lacking
+                               (also a ``placement_http.PlacementHTTPError``)
+
+Headers and error parsing come from ``placement_numa.placement_http``, the client base shared
+with the agent and the CLI.
 """
 
 from __future__ import annotations
@@ -27,9 +31,10 @@ from typing import Any
 
 import httpx
 
+from placement_numa.placement_http import MICROVERSION, PlacementHTTPError, error_of, headers
+
 __all__ = ["ClaimError", "ClaimRefused", "Claimed", "claim", "claim_flavor", "MICROVERSION"]
 
-MICROVERSION = "1.39"
 NO_ROOM = "placement_numa.claim.no_room"
 
 
@@ -37,17 +42,14 @@ class ClaimError(RuntimeError):
     """The claim could not be made (no answer, or a refusal)."""
 
 
-class ClaimRefused(ClaimError):
+class ClaimRefused(ClaimError, PlacementHTTPError):
     """The service refused: HTTP ``status``, Placement error ``code``, ``detail``, and for
     ``placement_numa.claim.no_room`` the ``lacking`` amounts per resource class."""
 
     def __init__(
         self, status: int, code: str, detail: str, lacking: Mapping[str, int] | None = None
     ) -> None:
-        super().__init__(f"{status} {code}: {detail}")
-        self.status = status
-        self.code = code
-        self.detail = detail
+        super().__init__(status, code, detail)
         self.lacking = dict(lacking or {})
 
     @property
@@ -107,11 +109,8 @@ def claim(
     }
     if consumer_type is not None:
         payload["consumer_type"] = consumer_type
-    headers = {"openstack-api-version": f"placement {MICROVERSION}"}
-    if token is not None:
-        headers["x-auth-token"] = token
     try:
-        response = http.post("/allocation_candidates/claim", json=payload, headers=headers)
+        response = http.post("/allocation_candidates/claim", json=payload, headers=headers(token))
     except httpx.HTTPError as exc:
         raise ClaimError(f"cannot reach {http.base_url}: {exc}") from exc
     if response.status_code != 200:
@@ -144,12 +143,5 @@ def claim_flavor(
 
 
 def _refusal(response: httpx.Response) -> ClaimRefused:
-    try:
-        error = response.json()["errors"][0]
-        code = str(error.get("code") or "placement.undefined_code")
-        # Placement prefixes the status's explanation, a blank line before the detail itself
-        detail = " ".join(str(error.get("detail") or "").strip().split("\n\n")[-1].split())
-        lacking = error.get("lacking")
-    except (ValueError, KeyError, IndexError, TypeError):
-        code, detail, lacking = "placement.undefined_code", response.text.strip(), None
-    return ClaimRefused(response.status_code, code, detail, lacking)
+    code, detail, error = error_of(response)
+    return ClaimRefused(response.status_code, code, detail, error.get("lacking"))

@@ -1,6 +1,7 @@
 """A typed httpx client for the parts of the Placement API the agent uses (microversion 1.39).
 
-Every request carries ``x-auth-token`` and ``OpenStack-API-Version: placement 1.39``. Paths are
+Every request carries ``x-auth-token`` and ``OpenStack-API-Version: placement 1.39`` (headers,
+error parsing and the client itself from ``placement_numa.placement_http``). Paths are
 relative, so an injected ``httpx.Client`` (e.g. FastAPI's ``TestClient`` over the app) decides
 where they go. Errors::
 
@@ -21,6 +22,13 @@ from urllib.parse import quote
 import httpx
 
 from placement_numa.agent.desired_tree import Inventory
+from placement_numa.placement_http import (
+    MICROVERSION,
+    PlacementHTTPError,
+    error_of,
+    headers,
+    open_client,
+)
 
 __all__ = [
     "MICROVERSION",
@@ -31,18 +39,14 @@ __all__ = [
     "ProviderRecord",
 ]
 
-MICROVERSION = "1.39"
 CONCURRENT_UPDATE = "placement.concurrent_update"
 
 
-class PlacementClientError(RuntimeError):
+class PlacementClientError(PlacementHTTPError):
     """An unexpected answer: ``status``, Placement's error ``code`` and ``detail``."""
 
     def __init__(self, method: str, path: str, status: int, code: str, detail: str) -> None:
-        super().__init__(f"{method} {path} -> {status} {code}: {detail}")
-        self.status = status
-        self.code = code
-        self.detail = detail
+        super().__init__(status, code, detail, method=method, path=path)
 
 
 class ProviderConflict(PlacementClientError):
@@ -98,16 +102,12 @@ class PlacementClient:
     ) -> None:
         self._own = http is None
         if http is None:
-            http = httpx.Client(base_url=base_url, timeout=timeout, auth=auth)
+            http = open_client(base_url, token=token, timeout=timeout, auth=auth)
         self._http = http
-        self._headers = {
-            "x-auth-token": token,  # replaced on each request by ``auth`` when given
-            # noauth2 (development): claim the role nova-compute holds in Keystone, which
-            # Placement's new defaults require for POST /reshaper; Keystone ignores the header.
-            "x-roles": "service",
-            "openstack-api-version": f"placement {MICROVERSION}",
-            "accept": "application/json",
-        }
+        # ``x-auth-token`` is replaced on each request by ``auth`` when given. noauth2
+        # (development): claim the role nova-compute holds in Keystone, which Placement's new
+        # defaults require for POST /reshaper; Keystone ignores the header.
+        self._headers = headers(token, roles="service")
         self.writes: list[str] = []
 
     def close(self) -> None:
@@ -142,12 +142,7 @@ class PlacementClient:
         response = self._http.request(method, path, json=json, params=params, headers=headers)
         if response.status_code in set(ok):
             return response
-        code, detail = "", response.text
-        try:
-            error = response.json()["errors"][0]
-            code, detail = error.get("code", ""), error.get("detail", detail)
-        except (ValueError, KeyError, IndexError, TypeError):
-            pass
+        code, detail, _ = error_of(response)
         cls: type[PlacementClientError] = PlacementClientError
         if response.status_code == 409:
             cls = ProviderConflict

@@ -349,14 +349,11 @@ def load_fleet(send: Send, hosts: list[HostShape] | None = None) -> dict[str, di
 
 
 def httpx_sender(base_url: str, token: str = "admin", timeout: float = 30.0) -> Send:
-    """A ``Send`` over httpx at microversion 1.39 with the noauth2 token."""
-    import httpx
+    """A ``Send`` over httpx at microversion 1.39 with the noauth2 token
+    (``placement_http.open_client``)."""
+    from placement_numa.placement_http import open_client
 
-    client = httpx.Client(
-        base_url=base_url,
-        timeout=timeout,
-        headers={"x-auth-token": token, "openstack-api-version": "placement 1.39"},
-    )
+    client = open_client(base_url, token=token, timeout=timeout)
 
     def send(method: str, path: str, body: Any) -> tuple[int, Any]:
         response = client.request(method, path, json=body)

@@ -73,6 +73,15 @@ def _http(exc: BaseException) -> tuple[str, int] | None:
     return f"request to{url} failed: {_first_line(exc) or type(exc).__name__}", 1
 
 
+def _placement(exc: BaseException) -> tuple[str, int] | None:
+    """An error answer of the Placement API (``placement_http.PlacementHTTPError``: the
+    agent's, the claim client's and the CLI's clients)."""
+    placement_http = sys.modules.get("placement_numa.placement_http")
+    if placement_http is None or not isinstance(exc, placement_http.PlacementHTTPError):
+        return None
+    return f"Placement refused: {_first_line(exc)}", EXIT_FAILED
+
+
 def _database(exc: BaseException) -> tuple[str, int] | None:
     sa_exc = sys.modules.get("sqlalchemy.exc")
     if sa_exc is None or not isinstance(exc, sa_exc.SQLAlchemyError):
@@ -119,7 +128,7 @@ def describe(exc: BaseException) -> tuple[str, int] | None:
     """``(one-line message, exit code)`` for an expected failure, ``None`` for a bug."""
     if isinstance(exc, CommandError):
         return _first_line(exc), exc.exit_code
-    for translate in (_config_file, _http, _database, _settings, _schema):
+    for translate in (_config_file, _placement, _http, _database, _settings, _schema):
         found = translate(exc)
         if found is not None:
             return found

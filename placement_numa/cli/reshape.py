@@ -29,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from placement_numa.placement_http import PlacementHTTPError, check, headers, open_client
 from placement_numa.reshape import (
     ConsumerState,
     HostState,
@@ -50,25 +51,20 @@ READ_VERSION = "1.38"
 
 
 class PlacementRefused(RuntimeError):
-    """Placement answered a request with an error; ``str()`` names the request and the detail."""
+    """Placement answered a request with an error (``str()`` names the request, status, code
+    and detail: ``placement_http.PlacementHTTPError``), or the host is not a compute node."""
 
 
 def _check(response: httpx.Response, *expected: int) -> httpx.Response:
-    if response.status_code not in expected:
-        try:
-            detail = response.json()["errors"][0]["detail"].strip()
-        except (ValueError, KeyError, IndexError):
-            detail = response.text
-        raise PlacementRefused(
-            f"{response.request.method} {response.request.url.path}"
-            f" -> {response.status_code}: {detail}"
-        )
-    return response
+    try:
+        return check(response, *expected)
+    except PlacementHTTPError as exc:
+        raise PlacementRefused(str(exc)) from exc
 
 
 def _get(client: httpx.Client, path: str, **params: Any) -> Any:
-    headers = {"openstack-api-version": f"placement {READ_VERSION}"}
-    return _check(client.get(path, params=params or None, headers=headers), 200).json()
+    answer = client.get(path, params=params or None, headers=_headers(READ_VERSION))
+    return _check(answer, 200).json()
 
 
 def read_host(client: httpx.Client, host: str) -> HostState:
@@ -134,7 +130,7 @@ def make_plan(
 
 
 def _headers(version: str) -> dict[str, str]:
-    return {"openstack-api-version": f"placement {version}"}
+    return headers(None, version=version)  # the token and roles are the client's
 
 
 def apply_plan(client: httpx.Client, plan: Plan, on_step: Callable[[], None] | None = None) -> None:
@@ -264,15 +260,13 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Plan or apply (exit codes in the module docstring)."""
-    import httpx
-
     from placement_numa.cli.progress import progress
 
-    headers = {"x-auth-token": args.token}
-    if args.roles:
-        headers["x-roles"] = args.roles
     topology = None if args.to_flat else json.loads(args.topology.read_text())
-    with httpx.Client(base_url=args.url, headers=headers, timeout=60) as client:
+    client = open_client(
+        args.url, token=args.token, roles=args.roles, version=READ_VERSION, timeout=60
+    )
+    with client:
         try:
             plan = make_plan(client, args.host, topology, policy=args.policy)
         except PlanError as exc:

@@ -66,10 +66,9 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Claim for the flavor given on the command line; see the module docstring."""
-    import httpx
-
     from placement_numa.claim_client import ClaimError, ClaimRefused, claim_flavor
     from placement_numa.cli.failures import EXIT_NO_ROOM
+    from placement_numa.placement_http import open_client
 
     flavor = {
         "vcpus": args.vcpus,
@@ -78,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         "extra_specs": dict(args.extra_spec),
     }
     try:
-        with httpx.Client(base_url=args.url, timeout=args.timeout) as http:
+        with open_client(args.url, token=args.token, timeout=args.timeout) as http:
             claimed = claim_flavor(
                 http,
                 flavor,
