@@ -526,3 +526,21 @@ def test_explain_shows_the_device_groups_of_a_searched_constraint(fleet: Fleet) 
     )
     explain = found[0]["numa"]["explain"]
     assert f"resources_PCI1={NIC}:1" in explain and f"resources_PCI2={NIC}:1" in explain
+
+
+def test_distribute_ranks_wider_aligned_before_narrower_unaligned(fleet: Fleet) -> None:
+    # x fits one cell only off its NIC's cell; x and y both fit two cells with the NIC
+    fleet.host("x", (NIC, 1, 8), busy={1: 2})
+    fleet.host("y", (NIC, 0, 8), busy={0: 2, 1: 2})
+    specs = {"pci_passthrough:alias": "prefer:1"}
+    found = fleet.candidates(specs, vcpus=4, distribute_cpus_across_numa=True, diversify=False)
+    assert placed(found) == [("y", [0, 1], [0]), ("x", [0, 1], [1]), ("x", [0], [1])]
+    assert [r["numa"]["aligned"] for r in found] == [True, True, False]
+    first = fleet.candidates(
+        specs, vcpus=4, distribute_cpus_across_numa=True, diversify=False, limit=1
+    )
+    assert placed(first) == [("y", [0, 1], [0])]
+    diverse = fleet.candidates(specs, vcpus=4, distribute_cpus_across_numa=True)
+    for name in ("x", "y"):
+        mine = [r["numa"]["aligned"] for r in diverse if r["numa"]["host"] == name]
+        assert mine == sorted(mine, reverse=True)

@@ -99,6 +99,30 @@ def _hosts(found: list[RankedCandidate], *, aligned: bool = False) -> set[str]:
     }
 
 
+def _aligned(r: RankedCandidate) -> bool:
+    return r.score is None or r.score.aligned or not r.score.rank_alignment
+
+
+def _all_aligned(found: list[RankedCandidate]) -> bool:
+    return all(_aligned(r) for r in found)
+
+
+def _aligned_count(found: list[RankedCandidate]) -> int:
+    """Candidates no wider one can displace (an unaligned one ranks after any aligned)."""
+    return sum(1 for r in found if _aligned(r))
+
+
+def _ranked_widths(
+    found: list[RankedCandidate], options: NumaOptions, every: bool
+) -> list[RankedCandidate]:
+    """The widths' candidates as answered: width by width (each host at its narrowest aligned
+    width) unless ``every`` or a candidate's devices are unaligned: then all of them ranked
+    together, so no unaligned candidate precedes an aligned one (issue 22); then ``limit``."""
+    if every or not _all_aligned(found):
+        return _by_rank(found, options)[: options.limit]
+    return found[: options.limit]
+
+
 def distributed_bounded(
     engine: CandidateEngine,
     request: FlavorRequest,
@@ -118,13 +142,15 @@ def distributed_bounded(
     theirs, so the placed hosts are known).
 
     ``every`` (``topology_policy=best-effort``): every width of every host, placed or not, all
-    ranked together (aligned, then narrowest first), then ``limit``."""
+    ranked together (aligned, then narrowest first), then ``limit``. A host placed only with
+    unaligned devices is searched at wider widths too, and the widths are then ranked together
+    (``_ranked_widths``)."""
     limit = None if every else options.limit
     found: list[RankedCandidate] = []
     placed: set[str] = set()
     cells_of: dict[int, list[int]] = {}
     for width in widths_to_try(request.flavor.vcpus, MAX_DISTRIBUTE_CELLS):
-        remaining = None if limit is None else limit - len(found)
+        remaining = None if limit is None else limit - _aligned_count(found)
         batch: list[RankedCandidate] = []
         splits = _splits(request, options, width)
         for split in splits:
@@ -149,13 +175,11 @@ def distributed_bounded(
             batch.extend(more)
         if len(splits) > 1:
             batch = _by_rank(batch, options)[:remaining]
-        placed |= _hosts(batch)
+        placed |= _hosts(batch, aligned=True)
         found.extend(batch)
-        if limit is not None and len(found) >= limit:
-            return found[:limit]
-    if every:
-        found = _by_rank(found, options)[: options.limit]
-    return found
+        if limit is not None and _aligned_count(found) >= limit:
+            break
+    return _ranked_widths(found, options, every)
 
 
 def distributed(
@@ -193,10 +217,8 @@ def distributed(
                 batch.extend(search_exhaustive(engine, one, ranker, None, fleet, options))
         if width > 1:
             batch = _by_rank(batch, options)
-        placed |= _hosts(batch)
+        placed |= _hosts(batch, aligned=True)
         found.extend(batch)
-        if limit is not None and len(found) >= limit:
-            return found[:limit]
-    if every:
-        found = _by_rank(found, options)[: options.limit]
-    return found
+        if limit is not None and _aligned_count(found) >= limit:
+            break
+    return _ranked_widths(found, options, every)
