@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from placement_numa.numa import resolve
 from placement_numa.numa.cpu_spec import parse_cpu_spec
 from placement_numa.numa.extra_specs import flavor_and_image
 from placement_numa.numa.flavor import Flavor, ImageProperties
@@ -34,7 +33,7 @@ from placement_numa.numa.pci_alias import (
 )
 from placement_numa.numa.resolve import InvalidFlavor
 from placement_numa.numa.topology_policies import TopologyPolicy
-from placement_numa.numa.validation import dedicated_mask, effective_cells, validate
+from placement_numa.numa.validation import dedicated_mask, validate
 
 __all__ = ["FlavorRequest", "resolve_request", "as_request"]
 
@@ -130,17 +129,17 @@ def resolve_request(
     ``InvalidFlavor`` (400, ``placement_numa.flavor.invalid``) naming the offending keys: any
     of Nova's checks, a bad ``pci_passthrough:alias`` or affinity policy, an unknown alias.
     """
-    validate(flavor, image)
-    nodes, _ = resolve.numa_nodes(flavor, image)
-    size, _ = resolve.page_size(flavor, image)
-    policy, _ = resolve.cpu_policy(flavor, image)
-    threads, _ = resolve.thread_policy(flavor, image)
-    emulator, _ = resolve.emulator_threads_isolate(flavor)
+    settings = validate(flavor, image)  # every setting resolved once, shared from here on
+    nodes, _ = settings.numa_nodes
+    size, _ = settings.page_size
+    policy, _ = settings.cpu_policy
+    threads, _ = settings.thread_policy
+    emulator, _ = settings.emulator_threads_isolate
     cell_cpus: tuple[frozenset[int], ...] | None = None
     cell_memory: tuple[int, ...] | None = None
     if nodes is not None:
-        cpu_specs = effective_cells(flavor, image, "cpus")
-        mem_specs = effective_cells(flavor, image, "mem")
+        cpu_specs = settings.cells("cpus")
+        mem_specs = settings.cells("mem")
         if cpu_specs:
             cell_cpus = tuple(
                 parse_cpu_spec(cpu_specs[i].value, max_cpu=flavor.vcpus - 1) for i in range(nodes)

@@ -18,12 +18,15 @@ Rules carried over from ``nova.virt.hardware`` (behaviour, not code):
 
 from __future__ import annotations
 
+from functools import cached_property
+
 from placement_numa.errors import BadRequest
-from placement_numa.numa.extra_specs import SpecValue, flavor_and_image
+from placement_numa.numa.extra_specs import SpecValue, cell_specs, flavor_and_image
 from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.numa.page_sizes import PageSizeError, PageSizeRequest, parse_page_size
 
 __all__ = [
+    "FlavorSettings",
     "INVALID_FLAVOR_CODE",
     "InvalidFlavor",
     "numa_nodes",
@@ -165,3 +168,51 @@ def emulator_threads_isolate(flavor: Flavor) -> tuple[bool, str | None]:
             f"'{value}' is not one of {', '.join(EMULATOR_POLICIES)}",
         )
     return value == "isolate", "hw:emulator_threads_policy"
+
+
+class FlavorSettings:
+    """A flavor (+ image) whose settings are each resolved once, on first use, with the rules
+    above: ``numa_nodes``, ``page_size``, ``cpu_policy``, ``thread_policy`` (each ``(value,
+    key that set it)``), ``emulator_threads_isolate`` and ``cells(kind)`` (``hw:numa_<kind>.N``
+    of the flavor, else ``hw_numa_<kind>.N`` of the image; ``kind`` ``"cpus"`` or ``"mem"``).
+    Nova's checks (``validation``) and the typed request (``request``) share one, so no setting
+    is read twice. A setting that does not resolve raises ``InvalidFlavor`` at each use.
+    """
+
+    def __init__(self, flavor: Flavor, image: ImageProperties | None = None) -> None:
+        self.flavor = flavor
+        self.image = image
+        self._cells: dict[str, dict[int, SpecValue]] = {}
+
+    @cached_property
+    def numa_nodes(self) -> tuple[int | None, str | None]:
+        """``numa_nodes(flavor, image)``."""
+        return numa_nodes(self.flavor, self.image)
+
+    @cached_property
+    def page_size(self) -> tuple[PageSizeRequest | None, str | None]:
+        """``page_size(flavor, image)``."""
+        return page_size(self.flavor, self.image)
+
+    @cached_property
+    def cpu_policy(self) -> tuple[str | None, str | None]:
+        """``cpu_policy(flavor, image)``."""
+        return cpu_policy(self.flavor, self.image)
+
+    @cached_property
+    def thread_policy(self) -> tuple[str | None, str | None]:
+        """``thread_policy(flavor, image)``."""
+        return thread_policy(self.flavor, self.image)
+
+    @cached_property
+    def emulator_threads_isolate(self) -> tuple[bool, str | None]:
+        """``emulator_threads_isolate(flavor)``."""
+        return emulator_threads_isolate(self.flavor)
+
+    def cells(self, kind: str) -> dict[int, SpecValue]:
+        """The effective per-cell list ``hw:numa_<kind>.N`` (flavor's, else image's)."""
+        found = self._cells.get(kind)
+        if found is None:
+            from_flavor, from_image = cell_specs(self.flavor, self.image, kind)
+            found = self._cells[kind] = from_flavor or from_image
+        return found

@@ -1,6 +1,7 @@
 """Nova's rules for NUMA flavors, as a list of small named checks.
 
-Each check takes ``(flavor, image)`` and raises ``InvalidFlavor`` (400,
+Each check takes one ``FlavorSettings`` (the flavor and image, each setting resolved once and
+shared by every check) and raises ``InvalidFlavor`` (400,
 ``placement_numa.flavor.invalid``, a ``placement_numa.errors.BadRequest``) whose detail starts
 with the offending keys. ``validate`` runs them in ``CHECKS`` order; the first failure wins.
 The Nova exception each one mirrors is named in its docstring (behaviour of
@@ -12,18 +13,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from placement_numa.names import CUSTOM_NAME_RE
-from placement_numa.numa import resolve
 from placement_numa.numa.cpu_spec import CpuOutOfRange, CpuSpecError, format_cpu_set, parse_cpu_spec
-from placement_numa.numa.extra_specs import SpecValue, cell_specs, granular_specs
+from placement_numa.numa.extra_specs import cell_specs, granular_specs
 from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.numa.known_specs import closest_key, unknown_key
-from placement_numa.numa.resolve import MAX_NUMA_NODES, InvalidFlavor
+from placement_numa.numa.resolve import MAX_NUMA_NODES, FlavorSettings, InvalidFlavor
 
 __all__ = [
     "Check",
     "CHECKS",
     "validate",
-    "effective_cells",
     "InvalidFlavor",
     "is_numa_flavor",
     "MAX_VCPUS",
@@ -34,32 +33,25 @@ __all__ = [
 # expanded only below it, so no flavor sizes work beyond it.
 MAX_VCPUS = 8192
 
-Check = Callable[[Flavor, ImageProperties | None], None]
+Check = Callable[[FlavorSettings], None]
 _NAME_RE = r"^[A-Z0-9_]+$"
 CPU_CLASSES = ("VCPU", "PCPU")
 
 
-def effective_cells(
-    flavor: Flavor, image: ImageProperties | None, kind: str
-) -> dict[int, SpecValue]:
-    """``hw:numa_<kind>.N`` of the flavor, else ``hw_numa_<kind>.N`` of the image."""
-    from_flavor, from_image = cell_specs(flavor, image, kind)
-    return from_flavor or from_image
-
-
-def is_numa_flavor(flavor: Flavor, image: ImageProperties | None) -> bool:
+def is_numa_flavor(settings: FlavorSettings) -> bool:
     """True when the flavor/image asks for a guest NUMA topology: ``hw:numa_nodes``, a page
     size, or pinned CPUs (``dedicated``/``mixed``), as in Nova where the last two imply one cell."""
-    nodes, _ = resolve.numa_nodes(flavor, image)
-    size, _ = resolve.page_size(flavor, image)
-    policy, _ = resolve.cpu_policy(flavor, image)
+    nodes, _ = settings.numa_nodes
+    size, _ = settings.page_size
+    policy, _ = settings.cpu_policy
     return nodes is not None or size is not None or policy in ("dedicated", "mixed")
 
 
-def check_known_keys(flavor: Flavor, image: ImageProperties | None) -> None:
+def check_known_keys(settings: FlavorSettings) -> None:
     """Every ``hw:``/``hw_rng:``/``hw_video:`` key is one Nova registers (Nova's extra spec
     validation: "does not appear to be a valid extra spec"); the message suggests the closest
     valid key."""
+    flavor = settings.flavor
     key = unknown_key(flavor.extra_specs)
     if key is None:
         return
@@ -68,8 +60,9 @@ def check_known_keys(flavor: Flavor, image: ImageProperties | None) -> None:
     raise InvalidFlavor([key], f"'{key}' is not an extra spec Nova knows{hint}")
 
 
-def check_flavor_sizes(flavor: Flavor, image: ImageProperties | None) -> None:
+def check_flavor_sizes(settings: FlavorSettings) -> None:
     """1 <= vcpus <= ``MAX_VCPUS``, memory_mb >= 1, disk sizes >= 0."""
+    flavor = settings.flavor
     for name in ("vcpus", "memory_mb"):
         if getattr(flavor, name) < 1:
             raise InvalidFlavor([name], f"must be >= 1, got {getattr(flavor, name)}")
@@ -80,15 +73,16 @@ def check_flavor_sizes(flavor: Flavor, image: ImageProperties | None) -> None:
             raise InvalidFlavor([name], f"must be >= 0, got {getattr(flavor, name)}")
 
 
-def check_numa_nodes(flavor: Flavor, image: ImageProperties | None) -> None:
+def check_numa_nodes(settings: FlavorSettings) -> None:
     """``hw:numa_nodes`` is an integer >= 1, set by flavor or image, not both
     (``InvalidNUMANodesNumber``, ``ImageNUMATopologyForbidden``)."""
-    resolve.numa_nodes(flavor, image)
+    _ = settings.numa_nodes  # resolving raises
 
 
-def check_cell_lists_not_overridden(flavor: Flavor, image: ImageProperties | None) -> None:
+def check_cell_lists_not_overridden(settings: FlavorSettings) -> None:
     """The image may not set ``hw_numa_cpus.N``/``hw_numa_mem.N`` when the flavor sets the
     same list (``ImageNUMATopologyForbidden``)."""
+    flavor, image = settings.flavor, settings.image
     for kind in ("cpus", "mem"):
         from_flavor, from_image = cell_specs(flavor, image, kind)
         if from_flavor and from_image:
@@ -98,11 +92,11 @@ def check_cell_lists_not_overridden(flavor: Flavor, image: ImageProperties | Non
             )
 
 
-def check_cell_keys_within_nodes(flavor: Flavor, image: ImageProperties | None) -> None:
+def check_cell_keys_within_nodes(settings: FlavorSettings) -> None:
     """``hw:numa_cpus.N``/``hw:numa_mem.N`` need ``hw:numa_nodes`` and ``N < hw:numa_nodes``."""
-    nodes, nodes_key = resolve.numa_nodes(flavor, image)
+    nodes, nodes_key = settings.numa_nodes
     for kind in ("cpus", "mem"):
-        cells = effective_cells(flavor, image, kind)
+        cells = settings.cells(kind)
         if cells and nodes is None:
             raise InvalidFlavor(
                 sorted(v.key for v in cells.values()), "hw:numa_nodes must be set as well"
@@ -115,14 +109,14 @@ def check_cell_keys_within_nodes(flavor: Flavor, image: ImageProperties | None) 
             )
 
 
-def check_cell_lists_complete(flavor: Flavor, image: ImageProperties | None) -> None:
+def check_cell_lists_complete(settings: FlavorSettings) -> None:
     """A CPU or memory list, once given, covers every guest cell
     (``ImageNUMATopologyIncomplete``)."""
-    nodes, _ = resolve.numa_nodes(flavor, image)
+    nodes, _ = settings.numa_nodes
     if nodes is None:
         return
     for kind in ("cpus", "mem"):
-        cells = effective_cells(flavor, image, kind)
+        cells = settings.cells(kind)
         if cells:
             prefix = next(iter(cells.values())).key.rsplit(".", 1)[0]
             missing = [f"{prefix}.{n}" for n in range(nodes) if n not in cells]
@@ -133,25 +127,27 @@ def check_cell_lists_complete(flavor: Flavor, image: ImageProperties | None) -> 
                 )
 
 
-def _cell_cpus(
-    flavor: Flavor, image: ImageProperties | None
-) -> dict[int, tuple[str, frozenset[int]]]:
+def _cell_cpus(settings: FlavorSettings) -> dict[int, tuple[str, frozenset[int]]]:
     """Each cell's CPU list, parsed with ``vcpus - 1`` as the bound (a CPU beyond it is
     refused before any range is expanded: ``ImageNUMATopologyCPUOutOfRange``)."""
     result: dict[int, tuple[str, frozenset[int]]] = {}
-    for cell, spec in sorted(effective_cells(flavor, image, "cpus").items()):
+    for cell, spec in sorted(settings.cells("cpus").items()):
         try:
-            result[cell] = (spec.key, parse_cpu_spec(spec.value, max_cpu=flavor.vcpus - 1))
+            result[cell] = (
+                spec.key,
+                parse_cpu_spec(spec.value, max_cpu=settings.flavor.vcpus - 1),
+            )
         except CpuSpecError as exc:
             raise InvalidFlavor([spec.key], str(exc)) from None
     return result
 
 
-def check_cell_cpus(flavor: Flavor, image: ImageProperties | None) -> None:
+def check_cell_cpus(settings: FlavorSettings) -> None:
     """Guest CPU lists: well formed, each CPU < vcpus (``ImageNUMATopologyCPUOutOfRange``), in
     one cell only (``ImageNUMATopologyCPUDuplicates``), every CPU assigned
     (``ImageNUMATopologyCPUsUnassigned``)."""
-    cells = _cell_cpus(flavor, image)
+    flavor = settings.flavor
+    cells = _cell_cpus(settings)
     if not cells:
         return
     owner: dict[int, str] = {}
@@ -172,10 +168,11 @@ def check_cell_cpus(flavor: Flavor, image: ImageProperties | None) -> None:
         )
 
 
-def check_cell_memory(flavor: Flavor, image: ImageProperties | None) -> None:
+def check_cell_memory(settings: FlavorSettings) -> None:
     """``hw:numa_mem.N`` are integers >= 1 (MiB) summing to the flavor's RAM
     (``ImageNUMATopologyMemoryOutOfRange``)."""
-    cells = effective_cells(flavor, image, "mem")
+    flavor = settings.flavor
+    cells = settings.cells("mem")
     if not cells:
         return
     total = 0
@@ -194,19 +191,20 @@ def check_cell_memory(flavor: Flavor, image: ImageProperties | None) -> None:
         )
 
 
-def check_even_split(flavor: Flavor, image: ImageProperties | None) -> None:
+def check_even_split(settings: FlavorSettings) -> None:
     """Without explicit lists, vcpus and RAM must divide evenly by the cell count
     (``ImageNUMATopologyAsymmetric``)."""
-    nodes, nodes_key = resolve.numa_nodes(flavor, image)
+    flavor = settings.flavor
+    nodes, nodes_key = settings.numa_nodes
     if nodes is None or nodes_key is None:
         return
-    if not effective_cells(flavor, image, "cpus") and flavor.vcpus % nodes:
+    if not settings.cells("cpus") and flavor.vcpus % nodes:
         raise InvalidFlavor(
             [nodes_key, "vcpus"],
             f"{flavor.vcpus} CPUs cannot be evenly distributed across {nodes} NUMA cells;"
             " assign them explicitly with hw:numa_cpus.N",
         )
-    if not effective_cells(flavor, image, "mem") and flavor.memory_mb % nodes:
+    if not settings.cells("mem") and flavor.memory_mb % nodes:
         raise InvalidFlavor(
             [nodes_key, "memory_mb"],
             f"{flavor.memory_mb} MB cannot be evenly distributed across {nodes} NUMA cells;"
@@ -214,22 +212,22 @@ def check_even_split(flavor: Flavor, image: ImageProperties | None) -> None:
         )
 
 
-def check_page_size(flavor: Flavor, image: ImageProperties | None) -> None:
+def check_page_size(settings: FlavorSettings) -> None:
     """``hw:mem_page_size`` parses (``MemoryPageSizeInvalid``) and the image may only refine
     ``large``/``any`` (``MemoryPageSizeForbidden``)."""
-    resolve.page_size(flavor, image)
+    _ = settings.page_size  # resolving raises
 
 
-def check_cpu_policy(flavor: Flavor, image: ImageProperties | None) -> None:
+def check_cpu_policy(settings: FlavorSettings) -> None:
     """``hw:cpu_policy`` is known and the image asks no more pinning than the flavor allows
     (``ImageCPUPinningForbidden``)."""
-    resolve.cpu_policy(flavor, image)
+    _ = settings.cpu_policy  # resolving raises
 
 
-def check_thread_policy(flavor: Flavor, image: ImageProperties | None) -> None:
+def check_thread_policy(settings: FlavorSettings) -> None:
     """A thread policy needs dedicated CPUs (``CPUThreadPolicyConfigInvalid``)."""
-    policy, key = resolve.thread_policy(flavor, image)
-    cpu_policy, cpu_key = resolve.cpu_policy(flavor, image)
+    policy, key = settings.thread_policy
+    cpu_policy, cpu_key = settings.cpu_policy
     if policy is not None and key is not None and cpu_policy not in ("dedicated", "mixed"):
         raise InvalidFlavor(
             [key] + ([cpu_key] if cpu_key else []),
@@ -237,11 +235,11 @@ def check_thread_policy(flavor: Flavor, image: ImageProperties | None) -> None:
         )
 
 
-def check_emulator_threads(flavor: Flavor, image: ImageProperties | None) -> None:
+def check_emulator_threads(settings: FlavorSettings) -> None:
     """``hw:emulator_threads_policy=isolate`` needs dedicated CPUs
     (``BadRequirementEmulatorThreadsPolicy``)."""
-    isolate, key = resolve.emulator_threads_isolate(flavor)
-    cpu_policy, cpu_key = resolve.cpu_policy(flavor, image)
+    isolate, key = settings.emulator_threads_isolate
+    cpu_policy, cpu_key = settings.cpu_policy
     if isolate and key is not None and cpu_policy not in ("dedicated", "mixed"):
         raise InvalidFlavor(
             [key] + ([cpu_key] if cpu_key else []),
@@ -274,12 +272,13 @@ def dedicated_mask(flavor: Flavor) -> frozenset[int] | None:
         raise InvalidFlavor(["hw:cpu_dedicated_mask"], str(exc)) from None
 
 
-def check_dedicated_mask(flavor: Flavor, image: ImageProperties | None) -> None:
+def check_dedicated_mask(settings: FlavorSettings) -> None:
     """``mixed`` needs ``hw:cpu_dedicated_mask`` and only ``mixed`` takes one
     (``RequiredMixedInstancePolicy``/``RequiredMixedOrRealtimeCPUMask``); the mask lies within
     the guest CPUs and leaves at least one shared and one dedicated CPU
     (``MixedInstanceNotEnoughDedicatedCPUs``/``...SharedCPUs``)."""
-    policy, policy_key = resolve.cpu_policy(flavor, image)
+    flavor = settings.flavor
+    policy, policy_key = settings.cpu_policy
     mask = dedicated_mask(flavor)
     if policy == "mixed" and mask is None:
         raise InvalidFlavor(
@@ -299,9 +298,10 @@ def check_dedicated_mask(flavor: Flavor, image: ImageProperties | None) -> None:
         raise InvalidFlavor(["hw:cpu_dedicated_mask"], "no shared CPU left for a mixed instance")
 
 
-def check_granular_specs(flavor: Flavor, image: ImageProperties | None) -> None:
+def check_granular_specs(settings: FlavorSettings) -> None:
     """``resources[$S]:<RC>=<int >= 0>`` and ``trait[$S]:<T>=required|forbidden`` with
     well-formed names; ``group_policy`` is ``none`` or ``isolate``."""
+    flavor = settings.flavor
     for spec in granular_specs(flavor).values():
         for name, value in spec.resources.items():
             if not _valid_name(name):
@@ -330,15 +330,16 @@ def _valid_name(name: str) -> bool:
     )
 
 
-def check_cpu_resources(flavor: Flavor, image: ImageProperties | None) -> None:
+def check_cpu_resources(settings: FlavorSettings) -> None:
     """Explicit CPU/memory resources must not contradict the CPU policy or the NUMA layout:
     ``resources:PCPU`` with ``shared``, ``resources:VCPU`` with ``dedicated``, both at once with
     a policy, and any ``resources[$S]:VCPU|PCPU|MEMORY_MB`` on a NUMA flavor (the NUMA
     translation places CPUs and memory itself)."""
+    flavor = settings.flavor
     granular = granular_specs(flavor)
     unsuffixed = granular.get("", None)
     explicit = unsuffixed.resources if unsuffixed else {}
-    policy, policy_key = resolve.cpu_policy(flavor, image)
+    policy, policy_key = settings.cpu_policy
     keys = [policy_key] if policy_key else []
     if policy == "shared" and "PCPU" in explicit:
         raise InvalidFlavor(
@@ -353,7 +354,7 @@ def check_cpu_resources(flavor: Flavor, image: ImageProperties | None) -> None:
             [explicit["VCPU"].key, explicit["PCPU"].key] + keys,
             "explicit VCPU and PCPU conflict with hw:cpu_policy",
         )
-    if is_numa_flavor(flavor, image):
+    if is_numa_flavor(settings):
         placed = sorted(
             value.key
             for spec in granular.values()
@@ -388,7 +389,10 @@ CHECKS: tuple[Check, ...] = (
 )
 
 
-def validate(flavor: Flavor, image: ImageProperties | None = None) -> None:
-    """Run every check in ``CHECKS``; raises the first ``InvalidFlavor``."""
+def validate(flavor: Flavor, image: ImageProperties | None = None) -> FlavorSettings:
+    """Run every check in ``CHECKS`` on one ``FlavorSettings`` (each setting resolved once,
+    in the checks' order) and return it; raises the first ``InvalidFlavor``."""
+    settings = FlavorSettings(flavor, image)
     for check in CHECKS:
-        check(flavor, image)
+        check(settings)
+    return settings
