@@ -11,13 +11,13 @@ for the rest.
 from __future__ import annotations
 
 import bisect
-import sys
 from collections.abc import Callable, Iterable
 
 import numpy
 
 from placement_numa.engine.fleet import FleetSnapshot
 from placement_numa.engine.fleet_rows import build_infos, chain_of, set_depths
+from placement_numa.engine.handover import movable_indexes
 from placement_numa.engine.providers import InventoryTuple, ProviderInfo, ProviderTuple
 from placement_numa.engine.sharing_patch import patch_sharing, share_sharing
 
@@ -51,15 +51,13 @@ def replace_trees(
     Structure is shared: the new snapshot reuses every index a patch leaves alone. Without
     ``owned`` ``old`` is not changed (searches may still run on it): the indexes a patch
     changes (``providers``, ``root_profiles``, and the structural ones when providers came,
-    went or moved) are copied, O(fleet). With ``owned`` the caller hands ``old`` over: it is
-    no longer reachable by anyone else and is not used after the call (``SqlFleetSource``
-    checks that). The indexes that nothing but ``old`` references (CPython reference counts:
-    not shared with another snapshot, not held by a running search) are then patched in place
-    and moved to the new snapshot, so the patch costs O(replaced trees), not O(fleet); any
-    other is copied as without ``owned``.
+    went or moved) are copied, O(fleet). With ``owned`` the caller hands ``old`` over (the
+    contract: ``engine.handover``): the indexes nothing but ``old`` references
+    (``movable_indexes``) are patched in place and moved to the new snapshot, so the patch
+    costs O(replaced trees), not O(fleet); any other is copied as without ``owned``.
     """
     # which indexes may be patched in place: checked first, before any local reference
-    movable = _sole_references(old, _PATCHED_INDEXES) if owned else frozenset()
+    movable = movable_indexes(old, _PATCHED_INDEXES) if owned else frozenset()
     removed: set[int] = set()
     for root_id in root_ids:
         index = old.index_by_id.get(root_id)
@@ -337,15 +335,6 @@ _PATCHED_INDEXES = (
     "uuids",
     "chains",
 )
-
-
-def _sole_references(snapshot: FleetSnapshot, names: Iterable[str]) -> frozenset[str]:
-    """The attributes of ``snapshot`` among ``names`` whose value nothing else references
-    (CPython reference counts: the attribute itself and ``getrefcount``'s argument). Only
-    meaningful while no other thread can reach ``snapshot`` (the GIL then keeps anyone from
-    taking a new reference between this check and a patch in place)."""
-    attributes = vars(snapshot)
-    return frozenset(name for name in names if sys.getrefcount(attributes[name]) == 2)
 
 
 def _patched_roots(

@@ -17,8 +17,6 @@ does not cover the gap (pruned rows, writes outside ``Database.write``) or touch
 
 from __future__ import annotations
 
-import gc
-import sys
 import threading
 from typing import Any
 
@@ -31,6 +29,7 @@ from placement_numa.db.database import Database
 from placement_numa.db.repositories import changes
 from placement_numa.engine.fleet import FleetSnapshot, InventoryTuple, ProviderTuple
 from placement_numa.engine.fleet_patch import replace_trees
+from placement_numa.engine.handover import SnapshotHolder
 
 __all__ = [
     "current_revision",
@@ -258,9 +257,8 @@ def refresh_fleet(conn: Connection, fleet: FleetSnapshot, *, owned: bool = False
     The trees replaced are those that held, in ``fleet``, a provider the writes touched, and
     those that hold one now (a re-parent touches the whole moved subtree, so both its old and
     new trees are reloaded); aggregate and sharing indexes are patched by
-    ``engine.fleet_patch.replace_trees``. ``owned``: the caller hands ``fleet`` over (no one else
-    holds it; it is not used afterwards unless ``fleet.handed_over`` stayed false), so the
-    patch may reuse its indexes in place (``replace_trees(owned=True)``).
+    ``engine.fleet_patch.replace_trees``. ``owned``: the caller hands ``fleet`` over
+    (``engine.handover``), so the patch may reuse its indexes in place.
     """
     now = current_revisions(conn)
     revision = sum(now.values())
@@ -313,9 +311,6 @@ def _known_roots(fleet: FleetSnapshot, provider_ids: list[int]) -> set[int]:
 
 _REPEATABLE_READ = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"
 
-# Freeze the garbage collector's view after a full load, a patch of a copy and every
-# FREEZE_EVERY patches.
-FREEZE_EVERY = 256
 # Beyond these, a whole reload is cheaper (or the IN lists too long).
 MAX_TOUCHED = 2000
 MAX_TREES = 500
@@ -327,12 +322,8 @@ class SqlFleetSource:
 
     def __init__(self, database: Database) -> None:
         self.database = database
-        self._fleet: FleetSnapshot | None = None
-        self._lock = threading.Lock()
+        self._holder = SnapshotHolder()
         self._local = threading.local()
-        self.full_loads = 0  # counters (tests, diagnostics)
-        self.patches = 0
-        self.patches_in_place = 0  # patches of a snapshot no one else held (``snapshot``)
 
     def _sqlite_conn(self) -> Connection:
         """This thread's connection for fleet reads on SQLite (no connection pool there), which
@@ -359,71 +350,35 @@ class SqlFleetSource:
                 conn.rollback()  # end the read transaction: the next read sees new commits
 
     def snapshot(self) -> FleetSnapshot:
-        """The fleet as of now: the cached snapshot if no write committed since it was loaded,
-        else that snapshot refreshed (``refresh_fleet``).
-
-        The cached snapshot is handed over to the refresh (patched in place, O(touched trees),
-        see ``engine.fleet_patch.replace_trees(owned=True)``) when nothing else holds it: it is
-        taken off ``_fleet`` first, so later callers wait for the lock, and its reference count
-        then tells whether a search still runs on it (a copy is patched then, O(fleet))."""
+        """The fleet as of now: the held snapshot if no write committed since it was loaded,
+        else that snapshot refreshed (``refresh_fleet``), handed over to the refresh as
+        ``engine.handover`` describes (patched in place when no caller still holds it)."""
         revision = self._revision()
-        current = self._fleet
+        current = self._holder.current()
         if current is not None and current.revision == revision:
             return current
-        current = None  # no reference of ours to the cached snapshot past this point
-        with self._lock:
-            if self._fleet is not None and self._fleet.revision >= revision:
-                return self._fleet
-            previous = self._fleet
-            self._fleet = None
-            # ``previous`` and getrefcount's argument: no one else can reach the snapshot
-            owned = previous is not None and sys.getrefcount(previous) == 2
-            previous_revision = previous.revision if previous is not None else None
-            if not owned:
-                # this refresh copies O(fleet) indexes (or loads the fleet): collect the
-                # garbage now, so that freezing the new snapshot below pins none
-                gc.collect()
-            # the load makes ~10 objects per provider, all long-lived: the cyclic collector
-            # would walk the growing heap again and again while it runs (a quarter of a
-            # 700,000-provider load); they are frozen below instead
-            collecting = gc.isenabled()
-            gc.disable()
-            try:
-                try:
-                    fleet = self._load(previous, owned=owned)
-                except BaseException:
-                    if previous is not None and not previous.handed_over:
-                        self._fleet = previous  # untouched (a handed-over one may be half patched)
-                    raise
-                in_place = previous is not None and previous.handed_over
-                del previous
-                if fleet.patched_from is not None and fleet.patched_from == previous_revision:
-                    self.patches += 1
-                    self.patches_in_place += in_place
-                else:
-                    self.full_loads += 1
-                self._fleet = fleet
-                if fleet.patched_from is None or not in_place or self.patches % FREEZE_EVERY == 0:
-                    # The snapshot is long-lived and acyclic: keep the cyclic garbage collector from
-                    # rescanning it during searches (a load makes ~10 objects per provider; a patch
-                    # of a copy makes lists and dicts the size of the fleet, which every young
-                    # collection would walk until they age). A patch in place adds a few objects
-                    # per tree, so those are frozen only now and then. A freeze also pins whatever
-                    # cyclic garbage exists at that moment: collected above when not handed over,
-                    # here when patched in place (a young collection: the fleet is still frozen).
-                    if in_place:
-                        gc.collect()
-                    gc.unfreeze()
-                    gc.freeze()
-                return fleet
-            finally:
-                if collecting:
-                    gc.enable()  # after the freeze: no young collection walks the load
+        del current  # no reference of ours may keep the held snapshot from being handed over
+        return self._holder.refresh(revision, self._load)
 
-    def _load(self, previous: FleetSnapshot | None, *, owned: bool = False) -> FleetSnapshot:
+    @property
+    def full_loads(self) -> int:
+        """Snapshots loaded whole (counter)."""
+        return self._holder.full_loads
+
+    @property
+    def patches(self) -> int:
+        """Snapshots refreshed from the change log (counter)."""
+        return self._holder.patches
+
+    @property
+    def patches_in_place(self) -> int:
+        """Patches of a snapshot no caller held any more, so patched in place (counter)."""
+        return self._holder.patches_in_place
+
+    def _load(self, previous: FleetSnapshot | None, owned: bool = False) -> FleetSnapshot:
         """Load (``previous`` None) or refresh in one consistent read transaction: SQLite's
-        deferred read transaction, REPEATABLE READ on PostgreSQL and MariaDB; ``owned``: see
-        ``refresh_fleet``."""
+        deferred read transaction, REPEATABLE READ on PostgreSQL and MariaDB (an
+        ``engine.handover.Load``; ``owned``: see ``refresh_fleet``)."""
         engine = self.database.engine
         if self.database.dialect == "sqlite":
             conn = self._sqlite_conn()
