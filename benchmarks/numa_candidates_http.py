@@ -144,7 +144,7 @@ def main() -> int:
                     requests = r.json()["allocation_requests"]
                 report(name, timings, requests)
                 if name in WIDE:  # the same query by GET: Placement's semantics, every ordering
-                    explain = requests[0]["numa"]["explain"]
+                    explain = requests[0]["numa"]["explain"].split("#")[0]  # query only
                     timings = []
                     for _ in range(args.repeat + 1):
                         t0 = time.perf_counter()

@@ -524,23 +524,18 @@ def test_explain_shows_the_device_groups_of_a_searched_constraint(fleet: Fleet) 
     found = fleet.candidates(
         {"hw:numa_nodes": "2", "pci_passthrough:alias": "nic:2"}, vcpus=4, memory_mb=4096
     )
-    explain = found[0]["numa"]["explain"]
-    assert f"resources_PCI1={NIC}:1" in explain and f"resources_PCI2={NIC}:1" in explain
-
-
-def test_distribute_ranks_wider_aligned_before_narrower_unaligned(fleet: Fleet) -> None:
-    # x fits one cell only off its NIC's cell; x and y both fit two cells with the NIC
-    fleet.host("x", (NIC, 1, 8), busy={1: 2})
-    fleet.host("y", (NIC, 0, 8), busy={0: 2, 1: 2})
-    specs = {"pci_passthrough:alias": "prefer:1"}
-    found = fleet.candidates(specs, vcpus=4, distribute_cpus_across_numa=True, diversify=False)
-    assert placed(found) == [("y", [0, 1], [0]), ("x", [0, 1], [1]), ("x", [0], [1])]
-    assert [r["numa"]["aligned"] for r in found] == [True, True, False]
-    first = fleet.candidates(
-        specs, vcpus=4, distribute_cpus_across_numa=True, diversify=False, limit=1
-    )
-    assert placed(first) == [("y", [0, 1], [0])]
-    diverse = fleet.candidates(specs, vcpus=4, distribute_cpus_across_numa=True)
-    for name in ("x", "y"):
-        mine = [r["numa"]["aligned"] for r in diverse if r["numa"]["host"] == name]
-        assert mine == sorted(mine, reverse=True)
+    query, _, constraints = found[0]["numa"]["explain"].partition("#")
+    assert f"resources_PCI1={NIC}:1" in query and f"resources_PCI2={NIC}:1" in query
+    assert constraints.split("&") == [
+        "device_affinity=_PCI1:legacy,_PCI2:legacy",
+        "guest_cells=_NUMA1,_NUMA2",
+        "distinct_cells=_NUMA1,_NUMA2",
+        "memory=free_pages",
+    ]
+    # the query part still runs as a GET (the fragment is the client's)
+    got = fleet.client.get("/allocation_candidates?" + found[0]["numa"]["explain"])
+    assert got.status_code == 200 and got.json()["allocation_requests"]
+    # a required device of a one-cell guest is in the query itself: no device constraint
+    one = fleet.candidates({"pci_passthrough:alias": "strict:1"})
+    assert "_PCI1" in one[0]["numa"]["explain"].split("same_subtree=")[1]
+    assert "device_affinity" not in one[0]["numa"]["explain"]

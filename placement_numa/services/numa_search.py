@@ -14,8 +14,8 @@ from placement_numa.domain.request_groups import CandidateQuery
 from placement_numa.engine import Candidate, CandidateEngine, FleetSnapshot
 from placement_numa.numa.device_affinity import device_accept
 from placement_numa.numa.engine_rank import CellIndex, NumaRanker
+from placement_numa.numa.explain import explain as explain_numa
 from placement_numa.numa.memory_rule import memory_accept
-from placement_numa.numa.query_string import to_query_string
 from placement_numa.numa.ranking import NumaScore
 from placement_numa.numa.translate import NumaQuery
 from placement_numa.numa.unknown_traits import known_traits_only
@@ -193,7 +193,7 @@ def search_bounded(
         orderings=options.every_ordering,
         diversify=options.diversify,
     )
-    explain = to_query_string(query)
+    explain = explain_numa(numa)
     fleet = result.fleet
     found = [_ranked(c, fleet, ranker, explain) for c in result.candidates]
     return found, fleet
@@ -219,7 +219,7 @@ def search_exhaustive(
         fleet=fleet,
         orderings=options.every_ordering,
     )
-    explain = to_query_string(query)
+    explain = explain_numa(numa)
     found = []
     for candidate in result.candidates:
         if accept is not None and not accept(candidate):
