@@ -135,16 +135,18 @@ def candidate_body_pieces(
     requested = {rc for g in query.groups for rc in g.resources}
     with_traits = version >= mv.CANDIDATES_REQUIRED
     with_tree = version >= mv.NESTED_CANDIDATES
+    with_mappings = version >= mv.CANDIDATE_MAPPINGS
     shape = (
         "bytes",
         all_classes,
         with_traits,
         with_tree,
+        with_mappings,  # compiled and rendered runs differ
         None if all_classes else frozenset(requested),
     )
     cache = (fragments or FragmentCache()).get(fleet, shape)
     yield b'{"allocation_requests":['
-    yield from _RequestWriter(result, cache, version >= mv.CANDIDATE_MAPPINGS).pieces()
+    yield from _RequestWriter(result, cache, with_mappings).pieces()
     yield b'],"provider_summaries":{'
 
     def one(index: int) -> bytes:
