@@ -46,6 +46,7 @@ from placement_numa.agent.config import HostPolicy
 from placement_numa.agent.pci import pci_providers
 from placement_numa.agent.sysfs import HostTopology, NumaCell
 from placement_numa.domain.numa_tree import (
+    HW_NUMA_ROOT,
     PAGE_TRAIT_PREFIX,
     Inventory,
     cell_provider_name,
@@ -69,7 +70,7 @@ __all__ = [
 
 _NAMESPACE = uuid_lib.UUID("0d4f3c1e-7a52-4b8e-9c61-5e2a4b7d8f10")
 AGENT_TRAITS = frozenset(
-    {"HW_NUMA_ROOT", "HW_CPU_HYPERTHREADING", "MEMORY_PAGE_SIZE_SMALL", "MEMORY_PAGE_SIZE_LARGE"}
+    {HW_NUMA_ROOT, "HW_CPU_HYPERTHREADING", "MEMORY_PAGE_SIZE_SMALL", "MEMORY_PAGE_SIZE_LARGE"}
 )
 # Classes the agent reports on the root, or that a flat compute node carries there.
 ROOT_CLASSES = frozenset({"DISK_GB", "VCPU", "PCPU", "MEMORY_MB"})
@@ -229,7 +230,7 @@ def build(host: HostTopology, policy: HostPolicy) -> DesiredTree:
                 reserved=cpu_reserved[index],
                 allocation_ratio=policy.cpu_allocation_ratio,
             )
-        traits = {"HW_NUMA_ROOT"}
+        traits = {HW_NUMA_ROOT}
         providers.append(
             DesiredProvider(
                 path=path,

@@ -253,6 +253,8 @@ def _traits(send: Send, rp: str, generation: int, traits: list[str]) -> int:
 def load_host(send: Send, host: HostShape) -> dict[str, Any]:
     """Create one host's provider tree, distances and existing usage through the API.
     Returns ``{"root": uuid, "cells": {id: uuid}, "pages": {(id, KiB): uuid}}``."""
+    import os_traits
+
     root, gen = _provider(send, host.name, uuid=host.uuid)
     inventory: dict[str, dict[str, Any]] = {"DISK_GB": {"total": host.disk_gb}}
     if not host.cells:
@@ -273,7 +275,7 @@ def load_host(send: Send, host: HostShape) -> dict[str, Any]:
         if cell.vcpu:
             cpu["VCPU"] = {"total": cell.vcpu, "max_unit": cell.vcpu, "allocation_ratio": 4.0}
         cgen = _inventories(send, cell_uuid, cgen, cpu)
-        _traits(send, cell_uuid, cgen, ["HW_NUMA_ROOT"])
+        _traits(send, cell_uuid, cgen, [os_traits.HW_NUMA_ROOT])
         cells[cell.id] = cell_uuid
         for size_kb, memory_mb in sorted(cell.memory_mb.items()):
             label = PAGE_LABEL.get(size_kb, f"{size_kb}K")

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+import os_traits
+
 from placement_numa.engine.candidates import Candidate, Layout
 from placement_numa.engine.fleet import FleetSnapshot
 from placement_numa.engine.protocol import RootBoundView
@@ -23,7 +25,7 @@ from placement_numa.numa.ranking import HostCells, NumaScore, rank_key, score
 
 __all__ = ["CellIndex", "NumaRanker"]
 
-HW_NUMA_ROOT = "HW_NUMA_ROOT"
+HW_NUMA_ROOT = os_traits.HW_NUMA_ROOT
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import os_traits
+
 from placement_numa.domain.request_groups import CandidateQuery, RequestGroup
 from placement_numa.numa.extra_specs import granular_specs
 from placement_numa.numa.flavor import Flavor, ImageProperties
@@ -48,7 +50,7 @@ __all__ = [
     "ALIGNING_POLICIES",
 ]
 
-HW_NUMA_ROOT = "HW_NUMA_ROOT"
+HW_NUMA_ROOT = os_traits.HW_NUMA_ROOT
 HW_NON_NUMA = "HW_NON_NUMA"
 HYPERTHREADING = "HW_CPU_HYPERTHREADING"
 _PLACED = ("VCPU", "PCPU", "MEMORY_MB")

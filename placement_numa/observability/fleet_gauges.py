@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import os_traits
 from prometheus_client.core import GaugeMetricFamily
 
 from placement_numa.engine import FleetSnapshot
@@ -26,7 +27,7 @@ from placement_numa.numa.rank_spread import spread
 
 __all__ = ["FleetNumaCollector"]
 
-NUMA_ROOT = "HW_NUMA_ROOT"
+NUMA_ROOT = os_traits.HW_NUMA_ROOT
 CPU_CLASSES = ("PCPU", "VCPU")
 
 

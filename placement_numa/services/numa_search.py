@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 
+from placement_numa.domain.numa_tree import HW_NUMA_ROOT
 from placement_numa.domain.request_groups import CandidateQuery
 from placement_numa.engine import Candidate, CandidateEngine, FleetSnapshot
 from placement_numa.numa.device_affinity import device_accept
@@ -237,4 +238,4 @@ def in_tree(query: CandidateQuery, root_uuid: str) -> CandidateQuery:
 
 def numa_cells(fleet: FleetSnapshot, root: int) -> list[int]:
     """Provider indices of the ``HW_NUMA_ROOT`` providers of the tree of ``root``."""
-    return [i for i in fleet.tree[root] if "HW_NUMA_ROOT" in fleet.providers[i].traits]
+    return [i for i in fleet.tree[root] if HW_NUMA_ROOT in fleet.providers[i].traits]

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+import os_traits
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.engine import Connection
 
@@ -41,7 +42,7 @@ __all__ = [
     "root_names",
 ]
 
-HW_NUMA_ROOT = "HW_NUMA_ROOT"
+HW_NUMA_ROOT = os_traits.HW_NUMA_ROOT
 
 
 @dataclass(frozen=True, slots=True)
