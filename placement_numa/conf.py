@@ -36,6 +36,7 @@ __all__ = [
     "CONF_KEY",
     "ConfigFileError",
     "conf_option",
+    "PCI_OPTS",
     "list_opts",
     "load_config",
     "settings_file_values",
@@ -131,9 +132,30 @@ def _settings_fields() -> dict[str, FieldInfo]:
     return dict(Settings.model_fields)
 
 
+PCI_OPTS: list[cfg.Opt] = [
+    cfg.MultiStrOpt(
+        "alias",
+        default=[],
+        help=(
+            "PCI passthrough aliases in Nova's format, one JSON object (or list of objects) per"
+            " line: name (required), vendor_id and product_id (4 hex digits), device_type"
+            " (type-PCI, type-PF, type-VF), numa_policy (required, legacy, preferred, socket),"
+            " resource_class (default CUSTOM_PCI_<VENDOR_ID>_<PRODUCT_ID>), traits"
+            " (comma-separated). Flavors ask for devices with pci_passthrough:alias ="
+            ' "<alias>:<count>[,<alias>:<count>]" on POST /allocation_candidates and its claim.'
+            ' Example: alias = {"name": "nic", "vendor_id": "8086", "product_id": "1572",'
+            ' "numa_policy": "required"}'
+        ),
+    )
+]
+"""``[pci]``: not ``Settings`` fields (read per request by ``api.pci_aliases``), Nova's
+``[pci] alias`` option as placement.conf carries it."""
+
+
 def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
-    """Every option placement-numa reads from the file, by section (oslo-config-generator)."""
-    by_section: dict[str, list[cfg.Opt]] = {}
+    """Every option placement-numa reads from the file, by section (oslo-config-generator):
+    the ``Settings`` fields mapped to the file and ``[pci] alias`` (``PCI_OPTS``)."""
+    by_section: dict[str, list[cfg.Opt]] = {"pci": list(PCI_OPTS)}
     for _name, section, option, field in _mapped_fields(_settings_fields()):
         by_section.setdefault(section, []).append(_opt_for(option, field))
     return sorted(by_section.items())

@@ -74,6 +74,7 @@ def test_list_opts_for_the_sample_generator() -> None:
     sections = dict(list_opts())
     assert {opt.name for opt in sections["placement_database"]} >= {"connection"}
     assert {opt.name for opt in sections["placement"]} >= {"randomize_allocation_candidates"}
+    assert [opt.name for opt in sections["pci"]] == ["alias"]  # Nova's, for flavors' devices
 
 
 def test_sample_config_shows_every_default() -> None:
@@ -98,6 +99,7 @@ def test_sample_config_shows_every_default() -> None:
     ):
         assert line in sample.splitlines(), line
     assert "# Minimum value: 1" in sample and "# Maximum value: 20" in sample  # db_max_retries
+    assert "[pci]" in sample and "#alias =" in sample  # a MultiStrOpt, no default
     nones = [line for line in sample.splitlines() if line.endswith("= <None>")]
     defaults_none = {
         option

@@ -1,7 +1,8 @@
 """``[pci] alias`` of placement.conf for the flavor form of ``POST /allocation_candidates``.
 
-The option is Nova's (a ``MultiStrOpt``: one JSON alias per line, ``numa.pci_alias``); it is
-registered on ``app.state.conf`` (the oslo.config object of ``settings.config_file``) and parsed
+The option is Nova's (a ``MultiStrOpt``: one JSON alias per line, ``numa.pci_alias``), defined
+with placement-numa's other options (``conf.PCI_OPTS``, in the oslo-config-generator output); it
+is registered on ``app.state.conf`` (the oslo.config object of ``settings.config_file``) and parsed
 once per application, on the first flavor that asks for a device. A configuration line that is
 not Nova's format answers 400 ``placement_numa.pci_alias.invalid`` naming the line to such a
 flavor (the service itself keeps serving every other request).
@@ -14,23 +15,13 @@ from typing import Any
 
 from oslo_config import cfg
 
+from placement_numa.conf import PCI_OPTS
 from placement_numa.errors import BadRequest
 from placement_numa.numa.flavor import Flavor
 from placement_numa.numa.pci_alias import ALIAS_SPEC, AliasConfigError, PciAlias, parse_aliases
 
 __all__ = ["PCI_OPTS", "InvalidAliasConfig", "aliases_for"]
 
-PCI_OPTS = [
-    cfg.MultiStrOpt(
-        "alias",
-        default=[],
-        help=(
-            "PCI passthrough aliases, Nova's format: one JSON object per line with name,"
-            " vendor_id, product_id, device_type, numa_policy, resource_class, traits."
-            " Flavors ask for them with pci_passthrough:alias."
-        ),
-    )
-]
 _STATE_KEY = "pci_aliases"
 
 
