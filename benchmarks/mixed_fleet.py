@@ -22,6 +22,12 @@ seconds per request of each service's processes beside the wall time:
         --only two-cell --limits 1000
 
 Both services run on SQLite with 2 workers. Ports ``--port`` (ours) and ``--port + 1``.
+
+Seeded fleets are kept between runs: each side's SQLite file lives in
+``~/.cache/placement-numa/fleets/mixed-seed{SEED}-{HOSTS}x{CELLS}/`` (``--workdir`` elsewhere,
+``--fresh`` for a new temporary one) and is reused only when its seeding finished there
+(``{side}.seeded``), so upstream's slow seeding over REST (14,000 providers: ~40 minutes on a
+busy 2-core machine) is paid once per fleet. Timing uses ``http.client`` (see ``time_case``).
 """
 
 from __future__ import annotations
@@ -472,13 +478,13 @@ def _report(
     print(
         f"mixed fleet --seed {args.seed}: {args.hosts} hosts x {args.cells} cells,"
         f" {providers} providers, {guests} guests; SQLite, 2 workers each;"
-        f" {args.rounds} alternating rounds"
+        f" {args.rounds} alternating rounds; load average {os.getloadavg()[0]:.1f}"
     )
     print(
         "| case | candidates | ours p50 wall | ours CPU/req | upstream p50 wall"
-        " | upstream CPU/req | ratio p50 (rounds min-max) |"
+        " | upstream CPU/req | ratio p50 (rounds min-max) | ratio CPU |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for case in cases:
         mine = samples[("ours", case)]
         walls = [w for s in mine for w in s["walls"]]
@@ -499,11 +505,12 @@ def _report(
                 f" {statistics.median(up_walls):.1f} ms | {up_cpu:.1f} ms |"
                 f" {statistics.median(up_walls) / statistics.median(walls):.1f}x"
                 f" ({min(per_round):.1f}-{max(per_round):.1f}x) |"
+                f" {up_cpu / max(cpu, 0.1):.0f}x |"
             )
             if up[0]["count"] != mine[0]["count"]:
                 row += f" COUNT MISMATCH upstream {up[0]['count']}"
         else:
-            row += " | | |"
+            row += " | | | |"
         print(row)
 
 
