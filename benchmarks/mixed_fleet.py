@@ -424,7 +424,7 @@ def main() -> int:
         workdir = Path(tempfile.mkdtemp(prefix="pn-mixed-"))
     workdir.mkdir(parents=True, exist_ok=True)
     seeded_before = set()
-    for side in ("ours", "upstream"):
+    for side in ("ours",) if args.skip_upstream else ("ours", "upstream"):
         if (workdir / f"{side}.seeded").exists():
             seeded_before.add(side)
         else:  # never seeded, or a seeding cut short: start over
