@@ -66,9 +66,9 @@ def _canonical(uuid: str) -> str:
 
 def _plan(
     specs: Sequence[ProviderSpec], reserved_may_equal_total: bool
-) -> list[tuple[repo.NewProvider, ProviderSpec]]:
+) -> list[tuple[repo.ProviderInsert, ProviderSpec]]:
     """Step 1 (no database): canonical uuids and the checks that need no rows."""
-    planned: list[tuple[repo.NewProvider, ProviderSpec]] = []
+    planned: list[tuple[repo.ProviderInsert, ProviderSpec]] = []
     uuids: set[str] = set()
     used_names: set[str] = set()
     for spec in specs:
@@ -87,7 +87,7 @@ def _plan(
             check_inventory_capacity("create", class_name, uuid, fields, reserved_may_equal_total)
         uuids.add(uuid)
         used_names.add(spec.name)
-        planned.append((repo.NewProvider(uuid, spec.name, parent), spec))
+        planned.append((repo.ProviderInsert(uuid, spec.name, parent), spec))
     return planned
 
 
@@ -114,7 +114,7 @@ def create_providers(
 
 
 def _write(
-    database: Database, planned: list[tuple[repo.NewProvider, ProviderSpec]]
+    database: Database, planned: list[tuple[repo.ProviderInsert, ProviderSpec]]
 ) -> list[ProviderRow]:
     new = [provider for provider, _ in planned]
     with database.write() as conn:

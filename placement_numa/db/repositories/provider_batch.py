@@ -31,11 +31,11 @@ from placement_numa.db.tables import inventories, resource_provider_traits
 from placement_numa.db.tables import resource_providers as rp
 from placement_numa.domain.inventory import InventoryFields
 
-__all__ = ["NewProvider", "taken", "insert_providers", "insert_inventories", "insert_traits"]
+__all__ = ["ProviderInsert", "taken", "insert_providers", "insert_inventories", "insert_traits"]
 
 
 @dataclass(frozen=True, slots=True)
-class NewProvider:
+class ProviderInsert:
     """A provider to create (canonical uuid); ``parent_uuid`` names an existing provider or one
     earlier in the batch, or is ``None`` for a new root."""
 
@@ -74,7 +74,7 @@ def _insert_many(
     return []
 
 
-def _levels(new: Sequence[NewProvider], parents: Mapping[str, ProviderRow]) -> list[list[int]]:
+def _levels(new: Sequence[ProviderInsert], parents: Mapping[str, ProviderRow]) -> list[list[int]]:
     """Indexes of ``new`` by depth in the batch: 0 for a root or a child of an existing
     provider, one more than its parent's otherwise (its parent comes earlier)."""
     depth: dict[str, int] = {}
@@ -91,7 +91,7 @@ def _levels(new: Sequence[NewProvider], parents: Mapping[str, ProviderRow]) -> l
 
 def insert_providers(
     conn: Connection,
-    new: Sequence[NewProvider],
+    new: Sequence[ProviderInsert],
     parents: Mapping[str, ProviderRow],
     now: datetime,
 ) -> list[ProviderRow]:
