@@ -5,9 +5,13 @@ every fourth host) as a ``FleetSnapshot`` in memory, then times the engine's sea
 body's encoding (``encode_candidates``, what the GET handler does) for each query of
 ``candidates.QUERIES`` named by ``--only`` without a limit (or ``--limit``): p50 of
 ``--repeat`` runs, wall and CPU (``time.process_time``; the CPU figure holds on a loaded machine).
+``--fleet mixed`` builds issue 21's fleet instead (``mixed_fleet.py``, ``--seed``, its
+``QUERIES``); ``--warm`` keeps one ``FragmentCache`` across runs, as a serving process does
+(else each encoding starts from an empty one).
 
     python benchmarks/full_answers.py --hosts 1000 --cells 2
     python benchmarks/full_answers.py --hosts 1000 --cells 4 --only two-cell
+    python benchmarks/full_answers.py --fleet mixed --seed 21 --warm --only two-cell hugepage
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from candidates import CELL_INVENTORY, PAGE_SIZES, QUERIES  # benchmarks/candida
 
 from placement_numa.api import microversion as mv
 from placement_numa.api.candidate_query import parse_candidate_query
-from placement_numa.api.schemas.allocation_candidates import encode_candidates
+from placement_numa.api.schemas.allocation_candidates import FragmentCache, encode_candidates
 from placement_numa.engine import SnapshotEngine, StaticFleetSource
 from placement_numa.engine.fleet import FleetSnapshot
 
@@ -75,8 +79,20 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", default=["two-cell", "flat"])
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--fleet", choices=("uniform", "mixed"), default="uniform")
+    parser.add_argument("--seed", type=int, default=21, help="the mixed fleet's random seed")
+    parser.add_argument("--warm", action="store_true", help="one FragmentCache for every run")
     args = parser.parse_args()
-    fleet = build(args.hosts, args.cells)
+    queries = QUERIES
+    if args.fleet == "mixed":
+        import mixed_fleet  # benchmarks/mixed_fleet.py
+
+        specs = mixed_fleet.host_specs(args.hosts, args.cells, args.seed)
+        fleet = FleetSnapshot.build(1, *mixed_fleet.snapshot_rows(specs))
+        queries = mixed_fleet.QUERIES
+    else:
+        fleet = build(args.hosts, args.cells)
+    fragments = FragmentCache() if args.warm else None
     engine = SnapshotEngine(StaticFleetSource(fleet))
     version = mv.Microversion(1, 39)
     print(
@@ -85,7 +101,7 @@ def main() -> int:
     )
     print(f"{'query':<10}{'n':>7}{'MB':>6}{'search ms wall/CPU':>22}{'encode ms wall/CPU':>22}")
     for name in args.only:
-        qs = QUERIES[name] + (f"&limit={args.limit}" if args.limit else "")
+        qs = queries[name] + (f"&limit={args.limit}" if args.limit else "")
         query = parse_candidate_query(parse_qsl(qs), version)
         search_wall, search_cpu, encode_wall, encode_cpu = [], [], [], []
         size = count = 0
@@ -93,7 +109,7 @@ def main() -> int:
             w, c = time.perf_counter(), time.process_time()
             result = engine.search(query)
             w2, c2 = time.perf_counter(), time.process_time()
-            body = encode_candidates(result, query, version, nested_aware=True)
+            body = encode_candidates(result, query, version, nested_aware=True, fragments=fragments)
             w3, c3 = time.perf_counter(), time.process_time()
             search_wall.append((w2 - w) * 1000)
             search_cpu.append((c2 - c) * 1000)
