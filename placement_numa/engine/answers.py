@@ -10,6 +10,7 @@ valid for one snapshot only (the codes, each root's replayed candidates).
 
 from __future__ import annotations
 
+import threading
 import weakref
 from typing import Any
 
@@ -22,6 +23,8 @@ __all__ = ["MAX_SUMS", "memo_of", "per_snapshot", "query_key", "room_codes"]
 
 # room codes are given up for a class whose amounts add up in more ways than this
 MAX_SUMS = 64
+# taken to add a query or a snapshot to the dicts below (look-ups take no lock)
+_LOCK = threading.Lock()
 # queries whose answers per profile ``FleetSnapshot.answer_memo`` keeps (oldest dropped first)
 MAX_MEMO_QUERIES = 64
 # per snapshot: room codes per sorted amounts (``room_codes``) and replayed candidates per
@@ -37,13 +40,15 @@ def per_snapshot(fleet: FleetSnapshot, key: object) -> dict[Any, Any]:
     """A dict kept as long as ``fleet`` lives, one per ``key`` (for values computed from that
     snapshot only); at most ``MAX_SNAPSHOT_QUERIES`` keys, all dropped past it."""
     kept = _PER_SNAPSHOT.get(fleet)
-    if kept is None:
-        kept = _PER_SNAPSHOT.setdefault(fleet, {})
-    found: dict[Any, Any] | None = kept.get(key)
+    found: dict[Any, Any] | None = None if kept is None else kept.get(key)
     if found is None:
-        if len(kept) >= MAX_SNAPSHOT_QUERIES:
-            kept.clear()
-        found = kept.setdefault(key, {})
+        with _LOCK:
+            kept = _PER_SNAPSHOT.get(fleet)
+            if kept is None:
+                kept = _PER_SNAPSHOT[fleet] = {}
+            if len(kept) >= MAX_SNAPSHOT_QUERIES:
+                kept.clear()
+            found = kept.setdefault(key, {})
     return found
 
 
@@ -79,9 +84,10 @@ def memo_of(plan: QueryPlan) -> tuple[dict[object, Any], dict[object, Any]]:
     key = query_key(plan)
     found = memo.get(key)
     if found is None:
-        if len(memo) >= MAX_MEMO_QUERIES:
-            memo.pop(next(iter(memo)), None)
-        found = memo.setdefault(key, ({}, {}))
+        with _LOCK:  # searches run in several threads: no insertion while the oldest is found
+            if len(memo) >= MAX_MEMO_QUERIES:
+                memo.pop(next(iter(memo)), None)
+            found = memo.setdefault(key, ({}, {}))
     bases: dict[object, Any] = found[0]
     expanded: dict[object, Any] = found[1]
     return bases, expanded
