@@ -23,8 +23,10 @@ from placement_numa.agent.pci import (
     parse_device_specs,
     pci_providers,
 )
+from placement_numa.agent.reshape import topology_document
 from placement_numa.agent.sync import sync
 from placement_numa.agent.sysfs import discover
+from placement_numa.reshape.topology import parse_topology
 from tests.conftest import PlacementAPI
 from tests.sysfs_fixtures import devices_host
 
@@ -117,6 +119,17 @@ def test_desired_tree_puts_devices_under_their_cells(tmp_path: Path) -> None:
     assert tree.sockets == (0, 1)
     vf = devices["cn1_0000:81:00.0"].inventories["CUSTOM_PCI_8086_154C"]
     assert (vf.total, vf.max_unit) == (4, 4)
+
+
+def test_reshape_topology_lists_each_cells_devices(tmp_path: Path) -> None:
+    """The planner's topology document (a flat host asks for a reshape) names the devices of
+    each cell, so the plan moves Nova's providers of them under their cells."""
+    document = topology_document(desired(devices_host(tmp_path)))
+    assert [c.get("devices", []) for c in document["cells"]] == [
+        ["0000:18:00.0", "0000:3b:00.0"],
+        ["0000:81:00.0"],
+    ]
+    parse_topology(document)  # the planner takes it
 
 
 def tree_of(api: PlacementAPI, root_name: str) -> dict[str, dict[str, Any]]:

@@ -239,3 +239,71 @@ def test_atomic_apply_endpoint_to_numa_and_back(api: PlacementAPI) -> None:
     ] == [root]
     assert consumer_allocations(api, consumers) == original
     assert api.get(f"/resource_providers/{root}/numa_distances").status_code == 404
+
+
+def _with_nova_devices(api: PlacementAPI) -> tuple[str, str, dict[str, str], str]:
+    """A flat host plus two device providers Nova made under it (``<host>_<address>``) and a
+    consumer holding CPUs, memory and one VF of the first."""
+    root, name, _ = flat_host(api)
+    devices = {}
+    for address in ("0000:81:00.0", "0000:d8:00.0"):
+        rp = create_provider(api, root)
+        assert (
+            api.put(
+                f"/resource_providers/{rp}",
+                json={"name": f"{name}_{address}", "parent_provider_uuid": root},
+            ).status_code
+            == 200
+        )
+        assert api.put("/resource_classes/CUSTOM_PCI_8086_1572").status_code in (201, 204)
+        set_inventories(api, rp, {"CUSTOM_PCI_8086_1572": {"total": 8}})
+        devices[address] = rp
+    guest = str(uuid.uuid4())
+    allocate(
+        api,
+        guest,
+        {
+            root: {"PCPU": 2, "MEMORY_MB": 2048},
+            devices["0000:81:00.0"]: {"CUSTOM_PCI_8086_1572": 1},
+        },
+    )
+    return root, name, devices, guest
+
+
+def _parents(api: PlacementAPI, root: str) -> dict[str, str | None]:
+    listed = api.get(f"/resource_providers?in_tree={root}").json()["resource_providers"]
+    return {p["name"]: p["parent_provider_uuid"] for p in listed}
+
+
+@pytest.mark.parametrize("applier", ["endpoint", "cli"])
+def test_device_providers_move_onto_their_cells_and_back(api: PlacementAPI, applier: str) -> None:
+    root, name, devices, guest = _with_nova_devices(api)
+    shape = topology(2)
+    shape["cells"][1]["devices"] = ["0000:81:00.0"]  # the other stays under the compute node
+    planned = plan(api, host=name, topology=shape)
+    cell1 = next(p["uuid"] for p in planned["create_providers"] if p["name"] == f"{name}_NUMA1")
+    assert planned["reparent_providers"] == [
+        {
+            "uuid": devices["0000:81:00.0"],
+            "name": f"{name}_0000:81:00.0",
+            "parent_provider_uuid": cell1,
+        }
+    ]
+    assert f"  move device provider {name}_0000:81:00.0 under {name}_NUMA1" in planned["summary"]
+    if applier == "endpoint":
+        applied = api.post("/reshaper/apply", json={"host": name, "topology": shape})
+        assert applied.status_code == 200, applied.text
+    else:
+        cli.apply_plan(api.client, cli.make_plan(api.client, name, shape))
+    parents = _parents(api, root)
+    assert parents[f"{name}_0000:81:00.0"] == cell1
+    assert parents[f"{name}_0000:d8:00.0"] == root
+    held = api.get(f"/allocations/{guest}").json()["allocations"]
+    assert held[devices["0000:81:00.0"]]["resources"] == {"CUSTOM_PCI_8086_1572": 1}
+    # back to flat: the device goes back under the compute node, the cells go
+    back = api.post("/reshaper/apply", json={"host": name, "direction": "to_flat"})
+    assert back.status_code == 200, back.text
+    parents = _parents(api, root)
+    assert parents[f"{name}_0000:81:00.0"] == root and f"{name}_NUMA1" not in parents
+    held = api.get(f"/allocations/{guest}").json()["allocations"]
+    assert held[devices["0000:81:00.0"]]["resources"] == {"CUSTOM_PCI_8086_1572": 1}

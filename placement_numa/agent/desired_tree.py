@@ -50,6 +50,7 @@ from placement_numa.domain.numa_tree import (
     PAGE_TRAIT_PREFIX,
     Inventory,
     cell_provider_name,
+    device_provider_name,
     page_provider_name,
     page_size_trait,
 )
@@ -250,11 +251,6 @@ def build(host: HostTopology, policy: HostPolicy) -> DesiredTree:
         distances=host.distances,
         sockets=tuple(cell.socket for cell in host.cells),
     )
-
-
-def device_provider_name(hostname: str, address: str) -> str:
-    """Nova's name of a PCI device provider: ``<hostname>_<address>``."""
-    return f"{hostname}_{address}"
 
 
 def _device_providers(host: HostTopology, policy: HostPolicy) -> list[DesiredProvider]:

@@ -25,14 +25,20 @@ PLAN_PATH = "/reshaper/plan"
 def topology_document(tree: DesiredTree) -> dict[str, Any]:
     """The reshape planner's topology document for ``tree`` (``placement_numa.reshape.topology``):
     per cell the PCPU and VCPU counts, MiB per page size (sizes without pages left out), the
-    reserved small-page memory and VCPUs; the distance matrix; the small page size."""
+    reserved small-page memory and VCPUs, the PCI addresses of the devices on the cell (the
+    planner moves Nova's providers of them under the cell); the distance matrix; the small page
+    size."""
     cells = []
     small_kb = 4
     for cell in tree.cells():
         memory: dict[str, int] = {}
         reserved: dict[str, int] = {}
+        devices: list[str] = []
         for child in tree.providers:
             if child.parent_path != cell.path:
+                continue
+            if child.path.startswith("PCI_"):
+                devices.append(child.path.removeprefix("PCI_"))
                 continue
             size_kb = int(child.path.rsplit("PAGE_", 1)[1].removesuffix("KB"))
             inventory = child.inventories.get("MEMORY_MB")
@@ -54,6 +60,8 @@ def topology_document(tree: DesiredTree) -> dict[str, Any]:
         }
         if reserved:
             entry["reserved"] = reserved
+        if devices:
+            entry["devices"] = devices
         cells.append(entry)
     return {
         "cells": cells,
@@ -87,6 +95,13 @@ def apply_plan(client: PlacementClient, plan: dict[str, Any], report: SyncReport
         else:
             entry["resource_provider_generation"], _ = client.get_inventories(uuid)
     client.send_json("POST", "/reshaper", body, ok=(204,), version=plan.get("microversion", "1.30"))
+    for move in plan.get("reparent_providers", []):  # device providers: allocations stay
+        client.update_provider(
+            uuid=move["uuid"], name=move["name"], parent_uuid=move["parent_provider_uuid"]
+        )
+        report.change(
+            f"reshape: moved provider {move['name']} under {move['parent_provider_uuid']}"
+        )
     for line in plan.get("summary", []):
         report.change(f"reshape: {line}")
 

@@ -135,7 +135,8 @@ def _headers(version: str) -> dict[str, str]:
 
 def apply_plan(client: httpx.Client, plan: Plan, on_step: Callable[[], None] | None = None) -> None:
     """Create the plan's providers with their traits, ``POST /reshaper`` its body at
-    ``plan.microversion`` with current generations, delete the providers it empties.
+    ``plan.microversion`` with current generations, move the device providers it re-parents
+    (``PUT /resource_providers/{uuid}``, 1.37), delete the providers it empties.
     ``on_step`` (optional) is called after each provider created and after the reshape
     (``len(plan.create_providers) + 1`` calls; a progress hook).
 
@@ -189,6 +190,15 @@ def apply_plan(client: httpx.Client, plan: Plan, on_step: Callable[[], None] | N
         for uuid in reversed(created):
             client.delete(f"/resource_providers/{uuid}", headers=_headers("1.20"))
         raise
+    for move in plan.reparent_providers:  # device providers: uuid and allocations stay
+        _check(
+            client.put(
+                f"/resource_providers/{move.uuid}",
+                json={"name": move.name, "parent_provider_uuid": move.parent_provider_uuid},
+                headers=_headers("1.37"),
+            ),
+            200,
+        )
     _apply_distances(client, plan)
     for uuid in plan.delete_providers:
         _check(client.delete(f"/resource_providers/{uuid}", headers=_headers("1.20")), 204)

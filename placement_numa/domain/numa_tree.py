@@ -28,6 +28,7 @@ from placement_numa.domain.inventory import capacity
 
 __all__ = [
     "HW_NUMA_ROOT",
+    "device_provider_name",
     "PAGE_SIZE_SMALL",
     "PAGE_SIZE_LARGE",
     "PAGE_TRAIT_PREFIX",
@@ -97,6 +98,12 @@ class Inventory:
 def cell_provider_name(host: str, cell_id: int) -> str:
     """``<host>_NUMA<id>`` (Nova spec naming of NUMA cell providers)."""
     return f"{host}_NUMA{cell_id}"
+
+
+def device_provider_name(host: str, address: str) -> str:
+    """Nova's name of a PCI device provider (``<host>_<PCI address>``): the agent names its
+    device providers so, and the reshape planner finds Nova's by it."""
+    return f"{host}_{address}"
 
 
 def page_provider_name(host: str, cell_id: int, page_size_kb: int) -> str:

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["NewProvider", "Plan", "GENERATION_AFTER_CREATE"]
+__all__ = ["NewProvider", "Plan", "Reparent", "GENERATION_AFTER_CREATE"]
 
 # Generation of a provider just created (0) and given its traits (one bump).
 GENERATION_AFTER_CREATE = 1
@@ -53,6 +53,24 @@ class NewProvider:
 
 
 @dataclass(frozen=True)
+class Reparent:
+    """An existing provider (a PCI device's) moved under another parent of the same tree, with
+    its inventories and allocations (``reparent_providers`` entry)."""
+
+    uuid: str
+    name: str
+    parent_provider_uuid: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """The move as the plan's JSON shows it."""
+        return {
+            "uuid": self.uuid,
+            "name": self.name,
+            "parent_provider_uuid": self.parent_provider_uuid,
+        }
+
+
+@dataclass(frozen=True)
 class Plan:
     """A reshape, ready to apply (see the module docstring for the JSON shape)."""
 
@@ -63,6 +81,7 @@ class Plan:
     body: Mapping[str, Any]
     create_providers: tuple[NewProvider, ...] = ()
     delete_providers: tuple[str, ...] = ()
+    reparent_providers: tuple[Reparent, ...] = ()
     distances: Mapping[str, Any] | None = None
     placements: Mapping[str, Mapping[str, Mapping[str, int]]] = field(default_factory=dict)
     usages_before: Mapping[str, int] = field(default_factory=dict)
@@ -88,6 +107,7 @@ class Plan:
             "microversion": self.microversion,
             "create_providers": [p.as_dict() for p in self.create_providers],
             "delete_providers": list(self.delete_providers),
+            "reparent_providers": [p.as_dict() for p in self.reparent_providers],
             "reshaper": copy.deepcopy(dict(self.body)),
             "distances": None if self.distances is None else dict(self.distances),
             "placements": {

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from math import gcd
 from typing import Any
 
+from placement_numa.reshape.devices import devices_to_cells, devices_to_root, is_device
 from placement_numa.reshape.errors import ConsumerUnplaceable, TopologyInvalid
 from placement_numa.reshape.fit import Bin, Item, Limits, Policy, fit, memory_slot
 from placement_numa.reshape.model import (
@@ -237,6 +238,10 @@ def plan_to_numa(host: HostState, topology: Topology, *, policy: Policy = "pack"
     summary.append(f"  usages before {_usages_text(before)}, after {_usages_text(after)}")
     if topology.distances is None:
         summary.append("  no distance matrix given")
+    moves = devices_to_cells(host, topology, cell_uuid)
+    summary += [
+        f"  move device provider {m.name} under {names[m.parent_provider_uuid]}" for m in moves
+    ]
     return Plan(
         direction="to_numa",
         host=name,
@@ -244,6 +249,7 @@ def plan_to_numa(host: HostState, topology: Topology, *, policy: Policy = "pack"
         microversion="1.38" if typed else "1.30",
         body={"inventories": inventories, "allocations": allocations},
         create_providers=tuple(created),
+        reparent_providers=moves,
         distances=topology.distance_document(),
         placements=placements,
         usages_before=before,
@@ -340,7 +346,7 @@ def plan_to_flat(host: HostState) -> Plan:
     root = host.root
     children: list[ProviderState] = []
     for cell in cells:
-        pages = host.children_of(cell.uuid)
+        pages = [p for p in host.children_of(cell.uuid) if not is_device(p)]
         for page in pages:
             if host.children_of(page.uuid):
                 raise TopologyInvalid(f"provider {page.name} has children; cannot collapse it")
@@ -397,6 +403,7 @@ def plan_to_flat(host: HostState) -> Plan:
     )
     summary.append(f"  usages before {_usages_text(before)}, after {_usages_text(after)}")
     summary.append("  the host's NUMA distance matrix no longer applies (apply removes it)")
+    summary += [f"  move device provider {m.name} under {host.host}" for m in devices_to_root(host)]
     return Plan(
         direction="to_flat",
         host=host.host,
@@ -407,6 +414,7 @@ def plan_to_flat(host: HostState) -> Plan:
             "allocations": {c.uuid: _consumer_entry(c, new_allocs[c.uuid], typed) for c in moving},
         },
         delete_providers=tuple(p.uuid for p in children),
+        reparent_providers=devices_to_root(host),
         placements={c.uuid: {host.host: new_allocs[c.uuid].get(root.uuid, {})} for c in moving},
         usages_before=before,
         usages_after=after,

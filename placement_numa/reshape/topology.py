@@ -6,7 +6,8 @@ Shape (units: CPUs as counts, memory in MiB, page sizes in KiB, distances as the
       "cells": [
         {"id": 0, "pcpus": 8, "vcpus": 8,
          "memory_mb": {"4": 30720, "2048": 2048},       # MiB per page size (KiB)
-         "reserved": {"MEMORY_MB": 512, "VCPU": 0}},     # optional; MEMORY_MB: small pages
+         "reserved": {"MEMORY_MB": 512, "VCPU": 0},      # optional; MEMORY_MB: small pages
+         "devices": ["0000:81:00.0"]},                   # optional: PCI addresses on the cell
         {"id": 1, "pcpus": 8, "vcpus": 8, "memory_mb": {"4": 32768}}
       ],
       "distances": [[10, 21], [21, 10]],                 # optional; row/column per cell, in order
@@ -45,7 +46,8 @@ class PageSize:
 @dataclass(frozen=True)
 class CellSpec:
     """One host NUMA cell: dedicated (``pcpus``) and shared (``vcpus``) CPUs, memory by page
-    size."""
+    size, and the PCI addresses of the devices on it (their providers, ``<host>_<address>`` as
+    Nova names them, move under the cell: ``reshape.devices``)."""
 
     id: int
     pcpus: int
@@ -53,6 +55,7 @@ class CellSpec:
     pages: tuple[PageSize, ...]
     reserved_pcpus: int = 0
     reserved_vcpus: int = 0
+    devices: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,7 @@ def _cell(data: Any, index: int, small_kb: int) -> CellSpec:
     where = f"cells[{index}]"
     if not isinstance(data, Mapping):
         raise TopologyInvalid(f"{where} must be an object")
-    unknown = set(data) - {"id", "pcpus", "vcpus", "memory_mb", "reserved"}
+    unknown = set(data) - {"id", "pcpus", "vcpus", "memory_mb", "reserved", "devices"}
     if unknown:
         raise TopologyInvalid(f"{where} has unknown keys {sorted(unknown)}")
     cell_id = _int(data.get("id", index), f"{where}.id")
@@ -125,6 +128,7 @@ def _cell(data: Any, index: int, small_kb: int) -> CellSpec:
         pages=tuple(pages),
         reserved_pcpus=_int(reserved.get("PCPU", 0), f"{where}.reserved.PCPU"),
         reserved_vcpus=_int(reserved.get("VCPU", 0), f"{where}.reserved.VCPU"),
+        devices=_addresses(data.get("devices", []), f"{where}.devices"),
     )
     for page in cell.pages:
         if page.reserved_mb > page.memory_mb:
@@ -132,6 +136,12 @@ def _cell(data: Any, index: int, small_kb: int) -> CellSpec:
     if cell.reserved_pcpus > cell.pcpus or cell.reserved_vcpus > cell.vcpus:
         raise TopologyInvalid(f"{where}.reserved CPUs exceed the cell's CPUs")
     return cell
+
+
+def _addresses(data: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(data, list) or not all(isinstance(a, str) and a for a in data):
+        raise TopologyInvalid(f"{where} must be a list of PCI addresses")
+    return tuple(data)
 
 
 def _distances(data: Any, count: int) -> tuple[tuple[int, ...], ...] | None:

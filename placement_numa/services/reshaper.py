@@ -262,6 +262,18 @@ def _plan(
         raise BadRequest(str(exc)) from None
 
 
+def _move_devices(conn: Connection, planned: Plan) -> None:
+    """Re-parent the plan's device providers (same tree: the root stays; uuid, inventories and
+    allocations stay with the provider)."""
+    for move in planned.reparent_providers:
+        row = providers.get_by_uuid(conn, move.uuid)
+        parent = providers.get_by_uuid(conn, move.parent_provider_uuid)
+        assert row is not None and parent is not None
+        providers.update_provider(
+            conn, row.id, name=row.name, parent_id=parent.id, root_id=row.root_provider_id
+        )
+
+
 def apply_plan(
     *,
     database: Database,
@@ -272,8 +284,10 @@ def apply_plan(
     policy: str = "pack",
 ) -> Plan:
     """Plan and apply a NUMA reshape of one compute node in ONE transaction: create the cell and
-    page-size providers with their traits, reshape (``apply_reshape``), store the distance matrix
-    (to_numa) or remove it and delete the emptied children (to_flat). Returns the applied plan.
+    page-size providers with their traits, move the PCI device providers (under their cells, or
+    back under the compute node: ``reshape.devices``), reshape (``apply_reshape``), store the
+    distance matrix (to_numa) or remove it and delete the emptied children (to_flat). Returns
+    the applied plan.
 
     Raises what ``plan`` and ``apply_reshape`` raise, and ``DuplicateName`` (409) when a planned
     provider's name or uuid is taken; nothing is written then.
@@ -297,6 +311,7 @@ def apply_plan(
                 conn, row.id, [trait_repo.ensure(conn, t)[0].id for t in new.traits]
             )
             providers.increment_generation(conn, row)
+        _move_devices(conn, planned)
         body = planned.body
         apply_reshape(
             conn,
