@@ -137,9 +137,8 @@ def distributed_bounded(
     enough free CPUs in total. Each width (each CPU split of it, ``_splits``: a split is
     searched only on the hosts the more even ones did not place with aligned devices) is one
     bounded ranked search (``search_bounded``) asked only for the candidates still missing,
-    so a wider width is
-    searched only when the narrower ones gave fewer than ``limit`` (and then they gave all
-    theirs, so the placed hosts are known).
+    so a wider width is searched only when the narrower ones gave fewer than ``limit`` aligned
+    candidates (and then they gave all theirs, so the placed hosts are known).
 
     ``every`` (``topology_policy=best-effort``): every width of every host, placed or not, all
     ranked together (aligned, then narrowest first), then ``limit``. A host placed only with
