@@ -5,7 +5,9 @@ virtualenv, ``benchmarks/upstream.py``), bulk-inserts ``--hosts`` NUMA hosts (7 
 each: root with DISK_GB, two cells with VCPU/PCPU and HW_NUMA_ROOT, a 4K and a 2M page child
 per cell with MEMORY_MB) and instances on 60% of the hosts (three allocation rows each), then
 times ``adopt`` and ``release`` (``placement_numa.db.adopt``) in this process: wall time and
-this process's CPU (the database server's work is in the wall time only).
+this process's CPU (the database server's work is in the wall time only). Between the two it
+times the foreign-write watcher's read (``db.foreign_writes.fingerprint``) on the adopted
+database. ``--progress`` prints adopt's and release's progress lines.
 
     python benchmarks/adopt.py --backend postgresql --hosts 10000
     python benchmarks/adopt.py --backend mysql --hosts 10000
@@ -23,11 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import create_engine, text
-from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.engine import Connection, Engine, make_url
 from upstream import ensure_venv  # benchmarks/upstream.py
 
 from placement_numa.db import adopt
 from placement_numa.db.database import normalise_url
+from placement_numa.db.foreign_writes import TOTALS, fingerprint
 from placement_numa.db.standard_names import sync_standard_names
 
 SERVERS = {
@@ -131,12 +134,31 @@ def timed(label: str, run: Any) -> None:
     )
 
 
+def watcher_read(engine: Engine, repeat: int = 5) -> None:
+    """Time the foreign-write watcher's read on the adopted database (``fingerprint``: every
+    provider's generation, the name tables, the table totals), median of ``repeat``, and the
+    totals alone: what each worker reads every ``foreign_write_staleness / 2`` seconds."""
+    for label, run in (
+        ("watcher fingerprint", fingerprint),
+        ("  of which table totals", lambda conn: conn.execute(TOTALS).one()),
+    ):
+        times = []
+        with engine.connect() as conn:
+            for _ in range(repeat):
+                started = time.perf_counter()
+                run(conn)
+                times.append(time.perf_counter() - started)
+                conn.rollback()
+        print(f"{label}: {sorted(times)[len(times) // 2] * 1000:.0f} ms (median of {repeat})")
+
+
 def main() -> int:
     """Build, adopt, release; print the timings."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--backend", choices=sorted(SERVERS), default="postgresql")
     parser.add_argument("--hosts", type=int, default=10_000)
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
+    parser.add_argument("--progress", action="store_true", help="print adopt's progress lines")
     args = parser.parse_args()
     name = f"pn_adopt_bench_{args.hosts}"
     url = create(args.backend, name)
@@ -146,10 +168,11 @@ def main() -> int:
     with engine.begin() as conn:
         fill(conn, args.hosts)
     print(f"{args.backend}, {args.hosts} hosts built in {time.perf_counter() - started:.1f} s")
-    quiet = lambda _line: None  # noqa: E731
-    timed("adopt", lambda: adopt.adopt(engine, log=quiet))
-    timed("adopt again (no-op)", lambda: adopt.adopt(engine, log=quiet))
-    timed("release", lambda: adopt.release(engine, log=quiet))
+    log = print if args.progress else lambda _line: None
+    timed("adopt", lambda: adopt.adopt(engine, log=log))
+    timed("adopt again (no-op)", lambda: adopt.adopt(engine, log=log))
+    watcher_read(engine)
+    timed("release", lambda: adopt.release(engine, log=log))
     engine.dispose()
     if not args.keep:
         create(args.backend, name)  # emptied

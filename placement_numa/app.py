@@ -45,7 +45,14 @@ from placement_numa.db.upstream_options import warn_ignored_options
 from placement_numa.observability.logs import setup_service_logging
 from placement_numa.settings import Settings
 
-__all__ = ["create_app", "app_from_env", "prepare_database", "build_openapi", "database_for"]
+__all__ = [
+    "create_app",
+    "app_from_env",
+    "prepare_database",
+    "build_openapi",
+    "database_for",
+    "start_watcher",
+]
 
 LOG = logging.getLogger(__name__)
 
@@ -118,19 +125,27 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
 
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """Worker start: load the fleet snapshot before serving (``Settings.preload_fleet``), and
-    watch for writes made around us (``db.foreign_writes``; PostgreSQL and MariaDB, the
-    databases another Placement can share) while serving."""
+    """Worker start: watch for writes made around us (``start_watcher``), then load the fleet
+    snapshot before serving (``Settings.preload_fleet``)."""
+    watcher = start_watcher(app)
     if getattr(app.state.settings, "preload_fleet", False):
         preload_fleet(app)
-    watcher = None
-    staleness = getattr(app.state.settings, "foreign_write_staleness", 0)
-    if staleness > 0 and app.state.database.dialect != "sqlite":
-        watcher = ForeignWriteWatcher(app.state.database, max(0.25, staleness / 2))
-        watcher.start()
     yield
     if watcher is not None:
         watcher.stop()
+
+
+def start_watcher(app: FastAPI) -> ForeignWriteWatcher | None:
+    """Start the foreign-write watcher of this worker (``db.foreign_writes``; PostgreSQL and
+    MariaDB, the databases another Placement can share), unless ``[placement]
+    foreign_write_staleness`` is 0. Call it before the fleet snapshot is first loaded: its
+    baseline must precede that load."""
+    staleness = getattr(app.state.settings, "foreign_write_staleness", 0)
+    if staleness <= 0 or app.state.database.dialect == "sqlite":
+        return None
+    watcher = ForeignWriteWatcher(app.state.database, max(0.25, staleness / 2))
+    watcher.start()
+    return watcher
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

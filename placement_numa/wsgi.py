@@ -20,9 +20,11 @@ Configuration is found as upstream Placement's ``placement.wsgi`` finds it:
 
 ``PLACEMENT_NUMA_*`` variables override the file, as for ``serve``. The settings and the file
 are read and checked when the module is imported, so a bad configuration stops the WSGI server
-at start (its log names the problem). The application itself is built once per process, on its
-first request: servers that import the module in a master process and then fork (uWSGI without
-``lazy-apps``, gunicorn ``--preload``) give each worker its own database pool and event loop.
+at start (its log names the problem), and so does a schema it cannot serve (an OpenStack
+Placement database not yet adopted: ``placement-numa db adopt``). The application itself is
+built once per process, on its first request: servers that import the module in a master
+process and then fork (uWSGI without ``lazy-apps``, gunicorn ``--preload``) give each worker its
+own database pool and event loop.
 Schema migrations run there too when ``auto_migrate`` is on (one process at a time, under the
 migration lock); deployments usually run ``placement-numa db upgrade`` first and set
 ``PLACEMENT_NUMA_AUTO_MIGRATE=false``.
@@ -91,12 +93,13 @@ class _PerProcessApplication:
         from a2wsgi import ASGIMiddleware
 
         from placement_numa.api.engine_dep import preload_fleet
-        from placement_numa.app import create_app
+        from placement_numa.app import create_app, start_watcher
         from placement_numa.observability.logs import setup_service_logging
 
         setup_service_logging(self._settings)  # oslo.log, as upstream's init_application
         app = create_app(self._settings)
-        if self._settings.preload_fleet:  # a2wsgi runs no lifespan: load the snapshot here
+        start_watcher(app)  # a2wsgi runs no lifespan: foreign writes are watched from here
+        if self._settings.preload_fleet:  # and the snapshot loaded here
             preload_fleet(app)
         return ASGIMiddleware(app)  # type: ignore[arg-type]
 
@@ -112,4 +115,21 @@ class _PerProcessApplication:
         return self._wsgi(environ, start_response)
 
 
-application = _PerProcessApplication(load_settings())
+def _checked(settings: Settings) -> Settings:
+    """``settings``, once the schema is one the service can serve (``db.migrate.
+    check_at_start``): an OpenStack Placement database not yet adopted, or ours behind head
+    with migrations off, stops the WSGI server at start with a ``ForeignSchema`` whose one line
+    names the command to run, rather than a 500 on every request. Reads only; a database that
+    cannot be reached yet passes."""
+    from placement_numa.db.migrate import check_at_start
+
+    check_at_start(
+        settings.database_url,
+        auto_migrate=settings.auto_migrate,
+        sync_on_startup=settings.sync_on_startup,
+        migrations_dir=settings.migrations_dir,
+    )
+    return settings
+
+
+application = _PerProcessApplication(_checked(load_settings()))

@@ -15,11 +15,15 @@ worker) on PostgreSQL and MariaDB. The round trip, per backend:
 
 Switch-over (``test_side_by_side_with_upstream``): upstream keeps serving while the database is
 adopted and placement-numa serves it too; an allocation through upstream leaves our candidates
-within the staleness bound, and claims racing through both services never over-commit.
+within the staleness bound, and claims racing through placement-numa never over-commit. Claims
+racing through both services can: upstream Placement 16's own retry after a generation conflict
+lets one allocation over capacity (``test_claims_racing_through_both_services_never_over_commit``
+documents it, xfail).
 
 Refusals (``test_refusals_change_nothing``): an unfinished upstream online data migration, an
 orphan row, an older upstream revision and an empty database are each refused in one line,
-exit 1, and the database (rows and schema reflection) is as it was.
+exit 1, and the database (rows and schema reflection) is as it was. ``serve`` and the WSGI entry
+point refuse an upstream database until it is adopted (exit 6, naming ``db adopt``).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -260,6 +265,9 @@ def test_adopt_serve_release_round_trip(database: TestDatabase, tmp_path: Path) 
     adopted = _cli("db", "adopt", "--database-url", upstream_url)
     assert adopted.returncode == 0, adopted.stderr
     assert "7 resource providers, 6 consumers, 18 allocations" in adopted.stdout
+    # progress: every check, then each step table by table with the rows done of the total
+    assert "[13/13] 0 orphan row(s) in resource_provider_aggregates" in adopted.stdout
+    assert "[12/12 tables," in adopted.stdout and "[3/4] keys and indexes" in adopted.stdout
     again = _cli("db", "adopt", "--database-url", upstream_url)
     assert again.returncode == 0 and "already adopted" in again.stdout
 
@@ -405,23 +413,105 @@ def test_refusals_change_nothing(database: TestDatabase, tmp_path: Path) -> None
                 )
         assert _snapshot(url) == healthy
     engine.dispose()
-    # serving an upstream database is refused in one line until it is adopted
+    # migrating an upstream database is refused in one line until it is adopted
     served = _cli("db", "upgrade", "--database-url", url)
-    assert served.returncode == 1 and "db adopt" in served.stderr
+    assert served.returncode == 6 and "db adopt" in served.stderr
     assert _snapshot(url) == healthy
 
 
-@pytest.mark.xfail(
-    reason="issue 19, open: the foreign-write watcher misses this write in the test (passes in a"
-    " hand-run reproduction; under investigation), so the staleness bound is not yet proven",
-    strict=False,
-)
-def test_side_by_side_with_upstream(database: TestDatabase, tmp_path: Path) -> None:
-    """Switch-over: upstream keeps serving while the database is adopted and placement-numa
-    serves it too. An allocation through upstream reaches our candidates within the staleness
-    bound; claims racing through both services never over-commit the cell."""
-    import threading
+def _one_line(done: subprocess.CompletedProcess[str], exit_code: int, words: str) -> None:
+    assert done.returncode == exit_code, (done.stdout, done.stderr)
+    assert len(done.stderr.strip().splitlines()) == 1 and words in done.stderr, done.stderr
 
+
+def test_serving_an_upstream_database_is_refused_until_adopted(
+    database: TestDatabase, tmp_path: Path
+) -> None:
+    """``serve`` (with or without ``--no-migrate``) and the WSGI entry point refuse to start
+    on a database at upstream's head, naming ``db adopt`` (exit 6), rather than answer 500 to
+    every request; nothing changes. Once adopted, a schema of ours behind head with
+    ``--no-migrate`` is refused naming ``db upgrade``."""
+    url = _sync_upstream(database, tmp_path)
+    before = _snapshot(url)
+    port = str(_port())
+    for flags in (["--no-migrate"], []):
+        served = _cli("serve", "--port", port, "--database-url", url, *flags)
+        _one_line(served, 6, "run 'placement-numa db adopt'")
+    log = tmp_path / "gunicorn.log"
+    env = service_env(PLACEMENT_NUMA_DATABASE_URL=url, PLACEMENT_NUMA_AUTO_MIGRATE="false")
+    with open(log, "wb") as out:
+        wsgi = subprocess.run(
+            [sys.executable, "-m", "gunicorn", "-w", "1", "-b", f"127.0.0.1:{port}",
+             "placement_numa.wsgi:application"],
+            stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tmp_path, timeout=120,
+        )  # fmt: skip
+    assert wsgi.returncode != 0
+    assert "run 'placement-numa db adopt' to take it over first" in log.read_text()
+    assert _snapshot(url) == before
+
+    assert _cli("db", "adopt", "--database-url", url).returncode == 0
+    engine = create_engine(normalise_url(url))
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = '0003_placement_changes'"))
+    engine.dispose()
+    served = _cli("serve", "--port", port, "--database-url", url, "--no-migrate")
+    _one_line(served, 6, "run 'placement-numa db upgrade'")
+
+
+@dataclass
+class SideBySide:
+    """Upstream Placement and placement-numa serving one adopted database: one provider
+    ``cell`` with VCPU 8, 4 of them allocated through upstream."""
+
+    upstream: httpx.Client
+    upstream_base: str
+    ours_base: str
+    ours: httpx.Client
+    cell: str
+
+    def allocate(self, http: httpx.Client, vcpu: int) -> int:
+        """``PUT /allocations`` of ``vcpu`` VCPU on the cell for a new consumer; the status."""
+        return http.put(
+            f"/allocations/{uuid.uuid4()}",
+            json={
+                "allocations": {self.cell: {"resources": {"VCPU": vcpu}}},
+                "project_id": "p",
+                "user_id": "u",
+                "consumer_generation": None,
+                "consumer_type": "INSTANCE",
+            },
+        ).status_code
+
+    def race(self, bases: list[str]) -> list[int]:
+        """Four claims of 1 VCPU through each of ``bases`` at once (a thread each); the
+        statuses. Afterwards the usage is what the successes add up to."""
+        import threading
+
+        results: list[int] = []
+        lock = threading.Lock()
+
+        def claim(http_base: str) -> None:
+            with httpx.Client(base_url=http_base, headers=HEADERS, timeout=60) as http:
+                for _ in range(4):
+                    status = self.allocate(http, 1)
+                    with lock:
+                        results.append(status)
+
+        threads = [threading.Thread(target=claim, args=(b,)) for b in bases]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        used = self.ours.get(f"/resource_providers/{self.cell}/usages").json()["usages"]["VCPU"]
+        assert used == 4 + results.count(204) and set(results) <= {204, 409}, (used, results)
+        return results
+
+
+@pytest.fixture
+def side_by_side(database: TestDatabase, tmp_path: Path) -> Iterator[SideBySide]:
+    """Upstream serves while the database is adopted, then placement-numa serves it too
+    (staleness 1 s); upstream allocates 4 of the cell's 8 VCPU, which our candidates show
+    within the staleness bound."""
     upstream_url = _upstream_url(database)
     with upstream_placement(_port(), database_url=upstream_url, workers=1) as base:
         up = httpx.Client(base_url=base, headers=HEADERS, timeout=60)
@@ -439,53 +529,37 @@ def test_side_by_side_with_upstream(database: TestDatabase, tmp_path: Path) -> N
             ) as ours,
             ours.client() as client,
         ):
-            assert (
-                len(
-                    client.get("/allocation_candidates?resources=VCPU:5").json()[
-                        "allocation_requests"
-                    ]
-                )
-                == 1
-            )
-
-            def allocate(http: httpx.Client, vcpu: int) -> int:
-                return http.put(
-                    f"/allocations/{uuid.uuid4()}",
-                    json={
-                        "allocations": {cell: {"resources": {"VCPU": vcpu}}},
-                        "project_id": "p",
-                        "user_id": "u",
-                        "consumer_generation": None,
-                        "consumer_type": "INSTANCE",
-                    },
-                ).status_code
-
-            assert allocate(up, 4) == 204
+            both = SideBySide(up, base, ours.base_url, client, cell)
+            candidates = "/allocation_candidates?resources=VCPU:5"
+            assert len(client.get(candidates).json()["allocation_requests"]) == 1
+            assert both.allocate(up, 4) == 204
             started = time.monotonic()
-            while client.get("/allocation_candidates?resources=VCPU:5").json()[
-                "allocation_requests"
-            ]:
+            while client.get(candidates).json()["allocation_requests"]:
                 assert time.monotonic() - started < 8.0, "upstream's write not seen in time"
                 time.sleep(0.1)
-
-            results: list[int] = []
-            lock = threading.Lock()
-
-            def claim(http_base: str) -> None:
-                with httpx.Client(base_url=http_base, headers=HEADERS, timeout=60) as http:
-                    for _ in range(4):
-                        status = allocate(http, 1)
-                        with lock:
-                            results.append(status)
-
-            threads = [threading.Thread(target=claim, args=(b,)) for b in (base, ours.base_url)]
-            threads += [threading.Thread(target=claim, args=(b,)) for b in (base, ours.base_url)]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-            assert results.count(204) <= 4, results
-            used = client.get(f"/resource_providers/{cell}/usages").json()["usages"]["VCPU"]
-            assert used <= 8 and used == 4 + results.count(204), (used, results)
-            assert set(results) <= {204, 409}, results
+            yield both
         up.close()
+
+
+def test_side_by_side_with_upstream(side_by_side: SideBySide) -> None:
+    """Switch-over: upstream's allocation reached our candidates within the staleness bound
+    (the fixture); claims racing through placement-numa while upstream's write is fresh never
+    over-commit the cell."""
+    results = side_by_side.race([side_by_side.ours_base] * 2)
+    assert results.count(204) == 4, results
+
+
+@pytest.mark.xfail(
+    reason="upstream Placement 16 over-commits by one allocation after a generation conflict:"
+    " replace_all retries inside the request's transaction, and the retry's 'previous usage'"
+    " counts the failed attempt's own rows (its log: 'Over capacity ... but allocation of 1"
+    " reduces existing overage from 9 to 9'); any concurrent writer triggers it, placement-numa"
+    " or another upstream worker. Not fixable from our side.",
+    strict=False,
+)
+def test_claims_racing_through_both_services_never_over_commit(
+    side_by_side: SideBySide,
+) -> None:
+    both = side_by_side
+    results = both.race([both.upstream_base, both.ours_base] * 2)
+    assert results.count(204) <= 4, results

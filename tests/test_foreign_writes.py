@@ -59,11 +59,6 @@ def _until(client: httpx.Client, vcpu: int, expected: int) -> float:
     raise AssertionError(f"VCPU:{vcpu} never showed {expected} candidate(s)")
 
 
-@pytest.mark.xfail(
-    reason="issue 19, open: the foreign-write watcher misses this write in the test (passes in a"
-    " hand-run reproduction; under investigation), so the staleness bound is not yet proven",
-    strict=False,
-)
 def test_foreign_writes_reach_candidates(database: TestDatabase, tmp_path: Path) -> None:
     port = free_port(random.sample(list(PORTS), len(PORTS)))
     argv = [sys.executable, "-m", "placement_numa", "serve", "--port", str(port)]

@@ -19,7 +19,7 @@ from placement_numa.cli import main
 from placement_numa.db import migrate
 from tests.backends import BACKENDS, TestDatabase, drop_database, reachable_database
 
-HEAD = "0003_placement_changes"
+HEAD = "0004_change_generations"
 
 
 @pytest.fixture(params=BACKENDS, ids=BACKENDS)

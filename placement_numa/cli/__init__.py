@@ -33,7 +33,8 @@ EPILOG = (
     "exit codes: 0 done; 1 the operation failed (service or database unreachable, a request "
     "refused); 2 invalid usage, configuration (--config-file missing, unparsable or with a bad "
     "value) or input; 3 (agent) reshape needed first; 4 (db downgrade, db release) not "
-    "confirmed; 5 (schedule) no room; 130 interrupted. "
+    "confirmed; 5 (schedule) no room; 6 (serve, db upgrade) the schema needs 'db adopt' or "
+    "'db upgrade' first; 130 interrupted. "
     "status upgrade check: 0 success, 1 warning, 2 failure (oslo.upgradecheck)"
 )
 

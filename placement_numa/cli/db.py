@@ -126,13 +126,16 @@ def _refusals() -> tuple[type[BaseException], ...]:
 
 
 def _guarded(run: Any) -> int:
-    """Run ``run()``; an expected refusal becomes one line, exit 1."""
-    from placement_numa.cli.failures import EXIT_FAILED, CommandError
+    """Run ``run()``; an expected refusal becomes one line, exit 1 (exit 6 for a schema that
+    needs ``db adopt`` or ``db upgrade`` first)."""
+    from placement_numa.cli.failures import EXIT_FAILED, EXIT_SCHEMA, CommandError
+    from placement_numa.db.migrate import ForeignSchema
 
     try:
         result: int = run()
     except _refusals() as exc:
-        raise CommandError(str(exc).strip().splitlines()[0], EXIT_FAILED) from None
+        code = EXIT_SCHEMA if isinstance(exc, ForeignSchema) else EXIT_FAILED
+        raise CommandError(str(exc).strip().splitlines()[0], code) from None
     return result
 
 

@@ -10,6 +10,9 @@ Exit codes of every ``placement-numa`` command::
     4    (db downgrade, db release) not confirmed: answered no, or no answer could be read and
          --yes was not given
     5    (schedule) no room: no host can take the flavor now (usage was valid)
+    6    (serve, db upgrade) the database's schema needs a step first: an OpenStack Placement
+         database is taken over with 'db adopt', ours behind this version's with 'db upgrade'
+         (an unknown schema too); restarting will not help
     130  interrupted (Ctrl-C)
 
 ``placement-numa status upgrade check`` follows oslo.upgradecheck instead: 0 success,
@@ -34,6 +37,7 @@ __all__ = [
     "EXIT_NOT_CONFIRMED",
     "EXIT_RESHAPE_NEEDED",
     "EXIT_NO_ROOM",
+    "EXIT_SCHEMA",
 ]
 
 EXIT_FAILED = 1
@@ -41,6 +45,7 @@ EXIT_USAGE = 2
 EXIT_RESHAPE_NEEDED = 3
 EXIT_NOT_CONFIRMED = 4
 EXIT_NO_ROOM = 5
+EXIT_SCHEMA = 6
 EXIT_INTERRUPTED = 130
 
 
@@ -111,7 +116,7 @@ def _schema(exc: BaseException) -> tuple[str, int] | None:
     migrate = sys.modules.get("placement_numa.db.migrate")
     if migrate is None or not isinstance(exc, migrate.ForeignSchema):
         return None
-    return _first_line(exc), EXIT_FAILED
+    return _first_line(exc), EXIT_SCHEMA
 
 
 def _config_file(exc: BaseException) -> tuple[str, int] | None:

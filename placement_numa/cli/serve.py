@@ -77,6 +77,15 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError(str(exc), EXIT_USAGE) from None
     if settings.auto_migrate:
         prepare_database(settings)
+    else:  # an OpenStack Placement database, or ours behind head: one line, EXIT_SCHEMA
+        from placement_numa.db.migrate import check_at_start
+
+        check_at_start(
+            settings.database_url,
+            auto_migrate=False,
+            sync_on_startup=settings.sync_on_startup,
+            migrations_dir=settings.migrations_dir,
+        )
     # Workers read their settings from the environment; they must not migrate concurrently.
     os.environ["PLACEMENT_NUMA_DATABASE_URL"] = settings.database_url
     if settings.config_file is not None:

@@ -27,6 +27,7 @@ are compatible with upstream's code, which only writes values that fit.
 from __future__ import annotations
 
 import struct
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ from sqlalchemy import BigInteger, Double, Float, Integer, String, inspect, text
 from sqlalchemy.engine import Connection, Engine
 
 from placement_numa.db import adopt_schema, tables
+from placement_numa.db.adopt_progress import TableProgress, row_counts
 from placement_numa.db.migrate import alembic_config
 
 __all__ = [
@@ -159,26 +161,33 @@ _ORPHANS = (
 )
 
 
-def problems(conn: Connection) -> list[str]:
+def _all_checks() -> list[tuple[str, str]]:
+    """``(SQL counting offending rows, what the refusal says)`` of every check, in order."""
+    orphans = [
+        (
+            f"SELECT COUNT(*) FROM {child} c LEFT JOIN {parent} p ON p.id = c.{column} "
+            "WHERE p.id IS NULL",
+            f"orphan row(s) in {child}: {column} names no row of {parent}",
+        )
+        for child, column, parent in _ORPHANS
+    ]
+    return list(_CHECKS) + orphans
+
+
+def problems(conn: Connection, log: Log | None = None) -> list[str]:
     """What stops an upstream database at ``UPSTREAM_HEAD`` from being adopted, one line each
-    (empty when it can be). Reads only."""
+    (empty when it can be). Reads only. ``log``: one line per check as it ends (``[i/n]``,
+    the offending rows found, seconds)."""
     found: list[str] = []
-    for sql, what in _CHECKS:
+    checks = _all_checks()
+    for i, (sql, what) in enumerate(checks, 1):
+        started = time.monotonic()
         n = int(conn.execute(text(sql)).scalar() or 0)
         if n:
             found.append(f"{n} {what}")
-    for child, column, parent in _ORPHANS:
-        n = int(
-            conn.execute(
-                text(
-                    f"SELECT COUNT(*) FROM {child} c LEFT JOIN {parent} p ON p.id = c.{column} "
-                    "WHERE p.id IS NULL"
-                )
-            ).scalar()
-            or 0
-        )
-        if n:
-            found.append(f"{n} orphan row(s) in {child}: {column} names no row of {parent}")
+        if log is not None:
+            took = time.monotonic() - started
+            log(f"  [{i:>2}/{len(checks)}] {n} {what} ({took:.1f} s)")
     return found
 
 
@@ -229,20 +238,26 @@ def _columns(conn: Connection, table: str) -> dict[str, dict[str, object]]:
     return {str(c["name"]): dict(c) for c in inspect(conn).get_columns(table)}
 
 
-def _widen(conn: Connection, ops: Operations, log: Log) -> None:
+def _widen(conn: Connection, ops: Operations, progress: TableProgress) -> None:
     for table, names in _WIDEN:
-        columns = _columns(conn, table)
-        narrow = [n for n in names if not isinstance(columns[n]["type"], BigInteger)]
-        for name in narrow:
-            ops.alter_column(
-                table, name, type_=BigInteger(), existing_type=Integer(), existing_nullable=False
-            )
-        if narrow:
-            log(f"  {table}: {', '.join(narrow)} INTEGER -> BIGINT")
-    ratio = _columns(conn, "inventories")["allocation_ratio"]["type"]
-    if isinstance(ratio, Float) and not isinstance(ratio, Double) and conn.dialect.name == "mysql":
-        _widen_ratio(conn, ops)
-        log("  inventories: allocation_ratio FLOAT -> DOUBLE")
+        with progress.table(table) as notes:
+            columns = _columns(conn, table)
+            narrow = [n for n in names if not isinstance(columns[n]["type"], BigInteger)]
+            for name in narrow:
+                ops.alter_column(
+                    table,
+                    name,
+                    type_=BigInteger(),
+                    existing_type=Integer(),
+                    existing_nullable=False,
+                )
+            if narrow:
+                notes.append(f"{', '.join(narrow)} INTEGER -> BIGINT")
+            ratio = columns.get("allocation_ratio", {}).get("type")
+            if isinstance(ratio, Float) and not isinstance(ratio, Double):
+                if conn.dialect.name == "mysql":
+                    _widen_ratio(conn, ops)
+                    notes.append("allocation_ratio FLOAT -> DOUBLE")
 
 
 def _widen_ratio(conn: Connection, ops: Operations) -> None:
@@ -271,11 +286,13 @@ def _widen_ratio(conn: Connection, ops: Operations) -> None:
             )
 
 
-def _not_null(conn: Connection, ops: Operations, log: Log) -> None:
-    for table, name, type_ in _NOT_NULL:
-        if _columns(conn, table)[name]["nullable"]:
-            ops.alter_column(table, name, nullable=False, existing_type=type_)
-            log(f"  {table}.{name}: NOT NULL")
+def _not_null(conn: Connection, ops: Operations, progress: TableProgress) -> None:
+    for table in dict.fromkeys(table for table, _, _ in _NOT_NULL):
+        with progress.table(table) as notes:
+            for name, type_ in ((n, ty) for t, n, ty in _NOT_NULL if t == table):
+                if _columns(conn, table)[name]["nullable"]:
+                    ops.alter_column(table, name, nullable=False, existing_type=type_)
+                    notes.append(f"{name} NOT NULL")
 
 
 def _stamp(conn: Connection, revision: str) -> None:
@@ -312,22 +329,24 @@ def adopt(engine: Engine, log: Log = print) -> tuple[bool, Counts]:
             log(f"already adopted: schema at our revision {revision}; nothing to do")
             return False, counts(conn)
         _refuse_unless_upstream(conn, found, revision)
-        log("checking the upstream database ...")
-        trouble = problems(conn)
+        log(f"checking the upstream database ({len(_all_checks())} checks) ...")
+        trouble = problems(conn, log)
         if trouble:
             more = f" (and {len(trouble) - 1} more problem(s))" if len(trouble) > 1 else ""
             raise AdoptRefused(f"cannot adopt: {trouble[0]}{more}; nothing was changed")
         found_counts = counts(conn)
-        log(f"found {found_counts}")
+        rows = row_counts(conn, adopt_schema.SHARED_TABLES)
+        log(f"found {found_counts} ({sum(rows.values()):,} rows in {len(rows)} tables)")
     head = our_head()
     with _transaction(engine) as conn:
         ops = Operations(MigrationContext.configure(conn))
-        log("widening column types ...")
-        _widen(conn, ops, log)
-        _not_null(conn, ops, log)
-        log("making keys and indexes ours ...")
-        adopt_schema.reconcile(conn, adopt_schema.ours(), log)
-        log(f"creating extension tables ({', '.join(extension_tables())}) ...")
+        log("[1/4] widening column types")
+        _widen(conn, ops, TableProgress(log, {t: rows[t] for t, _ in _WIDEN}))
+        log("[2/4] NOT NULL where upstream never writes NULL")
+        _not_null(conn, ops, TableProgress(log, {t: rows[t] for t, _, _ in _NOT_NULL}))
+        log("[3/4] keys and indexes")
+        adopt_schema.reconcile(conn, adopt_schema.ours(), log, TableProgress(log, rows))
+        log(f"[4/4] extension tables ({', '.join(extension_tables())})")
         seed_extension_tables(conn)
         _stamp(conn, head)
         log(f"recording our revision {head}")
@@ -378,13 +397,14 @@ def release(engine: Engine, log: Log = print) -> tuple[bool, Counts]:
             )
         _refuse_unsupported(conn)
         found_counts = counts(conn)
-        log(f"found {found_counts}")
+        rows = row_counts(conn, adopt_schema.SHARED_TABLES)
+        log(f"found {found_counts} ({sum(rows.values()):,} rows in {len(rows)} tables)")
     with _transaction(engine) as conn:
-        log(f"dropping extension tables ({', '.join(extension_tables())}) ...")
+        log(f"[1/2] dropping extension tables ({', '.join(extension_tables())})")
         for name in reversed(extension_tables()):
             tables.metadata.tables[name].drop(conn, checkfirst=True)
-        log("renaming keys and indexes back to upstream's ...")
-        adopt_schema.reconcile(conn, adopt_schema.upstream(), log)
+        log("[2/2] keys and indexes back to upstream's")
+        adopt_schema.reconcile(conn, adopt_schema.upstream(), log, TableProgress(log, rows))
         _stamp(conn, UPSTREAM_HEAD)
         log(f"recording upstream Placement's revision {UPSTREAM_HEAD}")
     return True, found_counts

@@ -14,7 +14,9 @@ target lacks is dropped. Running ``reconcile`` twice changes nothing the second 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 
 from alembic.operations import Operations
@@ -23,6 +25,7 @@ from sqlalchemy import ForeignKeyConstraint, Index, UniqueConstraint, inspect
 from sqlalchemy.engine import Connection
 
 from placement_numa.db import tables
+from placement_numa.db.adopt_progress import TableProgress
 
 __all__ = ["KeySet", "ForeignKey", "ours", "upstream", "reconcile", "SHARED_TABLES"]
 
@@ -206,9 +209,15 @@ def upstream() -> KeySet:
     return KeySet(pks, uniques, indexes, fks)
 
 
-def reconcile(conn: Connection, target: KeySet, log: Callable[[str], None]) -> int:
+def reconcile(
+    conn: Connection,
+    target: KeySet,
+    log: Callable[[str], None],
+    progress: TableProgress | None = None,
+) -> int:
     """Bring the keys and indexes of ``SHARED_TABLES`` on ``conn`` to ``target``; returns the
-    number of DDL statements run. ``log`` receives one line per table changed.
+    number of DDL statements run. ``log`` receives one line per table changed, or, with
+    ``progress``, every table gets its progress line (``adopt_progress``).
 
     Order matters on MariaDB (an index a foreign key uses cannot be dropped): foreign keys the
     target lacks go first, then primary keys, unique constraints and indexes, then the target's
@@ -218,15 +227,25 @@ def reconcile(conn: Connection, target: KeySet, log: Callable[[str], None]) -> i
     ops = Operations(MigrationContext.configure(conn))
     done = 0
     for table in SHARED_TABLES:
-        before = done
-        done += _foreign_keys(conn, ops, table, target, dialect, drop_only=True)
-        done += _primary_key(conn, table, target, dialect)
-        done += _uniques(conn, ops, table, target.uniques.get(table, {}), dialect)
-        done += _indexes(conn, ops, table, target.indexes.get(table, {}), dialect)
-        if done != before:
-            log(f"  {table}: {done - before} key/index change(s)")
+        notes_cm: AbstractContextManager[list[str]] = (
+            progress.table(table) if progress else nullcontext([])
+        )
+        with notes_cm as notes:
+            before = done
+            done += _foreign_keys(conn, ops, table, target, dialect, drop_only=True)
+            done += _primary_key(conn, table, target, dialect)
+            done += _uniques(conn, ops, table, target.uniques.get(table, {}), dialect)
+            done += _indexes(conn, ops, table, target.indexes.get(table, {}), dialect)
+            if done != before:
+                notes.append(f"{done - before} key/index change(s)")
+                if progress is None:
+                    log(f"  {table}: {done - before} key/index change(s)")
     for table in SHARED_TABLES:  # after every table's keys: referred unique keys exist
+        started, before = time.monotonic(), done
         done += _foreign_keys(conn, ops, table, target, dialect, drop_only=False)
+        if done != before:
+            took = time.monotonic() - started
+            log(f"  {table}: {done - before} foreign key(s) added ({took:.1f} s)")
     return done
 
 

@@ -4,26 +4,49 @@ The engine's snapshot follows ``placement_revision``, which only our own ``Datab
 bumps. During a switch-over upstream Placement serves the same database, and an operator's SQL
 or ``nova-manage placement heal_allocations`` may write too: none of them bump it.
 ``ForeignWriteWatcher`` closes that gap with a cheap periodic fingerprint, in a daemon thread
-per worker process:
+per worker process. Every ``interval`` seconds it reads, in one short read:
 
-* every ``interval`` seconds it reads, in one short read, the revision counter, each resource
-  provider's ``(id, generation)`` and the size of the name tables (resource classes, traits);
-  every write to a provider's inventories, allocations, traits, aggregates or parent bumps
-  that provider's generation, in upstream Placement as in ours;
-* a difference our own writes do not explain (a provider whose generation moved, appeared or
-  vanished that no change-log row since the last check names; name tables that changed with
-  no ``names`` row) is a foreign write: the watcher then writes one change-log row ``all``
-  through ``Database.write()`` (bumping the revision), which is the engine's public refresh
-  hook: every worker's next candidate query reloads the fleet.
+* the revision counter rows and each resource provider's ``(id, generation)``: every write to
+  a provider's inventories, allocations, traits, aggregates or parent bumps that provider's
+  generation, in upstream Placement as in ours;
+* the size of the name tables (resource classes, traits: count and highest id);
+* table totals (``TOTALS``): counts and sums of the amounts and ids of inventories,
+  allocations, provider traits and aggregates, and parents, which move with hand-written SQL
+  that bumps no generation.
 
-So a foreign write shows in candidate answers within ``interval`` plus one fleet load
-(``[placement] foreign_write_staleness`` sets ``interval`` to half of it). Over-commit never
-depended on the snapshot: claims and allocation writes lock the provider rows
-(``SELECT ... FOR UPDATE``) and re-check capacity against the rows in SQL, and upstream's
-writes compare-and-swap the same providers' generations, so each waits for the other.
+**Telling our writes from others'.** Each change-log row our writes leave carries the
+generation the write left its provider at (``placement_changes.generation``, read in the
+write's own transaction; NULL for a provider it deleted). A provider whose generation moved
+between two checks is ours when one of our rows since names it with exactly the generation it
+has now (gone: a row of ours names it with NULL). Anything else is foreign, whatever the order
+of the writes: a foreign write before one of ours is inside our row's generation (and every
+worker's refresh after our commit reads it), one after ours leaves a generation no row of ours
+names. Counting our rows per provider instead would be wrong in both directions: some of our
+writes touch a provider without bumping it (the re-parented subtree's roots, an allocation
+deletion, as in Placement). A row of ours can name an older generation than the provider had
+at our commit only for a provider we did not lock (a touched, unbumped one): then it counts
+as foreign, which costs one refresh, never a miss.
 
-Limit: a foreign write to a provider that our own writes also touched between two checks is
-seen only if it committed before our refresh of that provider read it.
+**What a finding does.** Foreign generation moves: the watcher writes, through
+``Database.write()``, change rows naming those providers (``touch``, which also records their
+generations, so other workers' watchers find them explained) and a row ``watcher`` (a record
+that changed no table row, so the totals still compare across it): every worker's engine then
+reloads those providers' trees, as after a write of ours. Names or totals moved with no
+revision change, or a change log that cannot tell (pruned, rewound): one row ``all``, and
+every engine reloads the whole fleet. A foreign write shows in candidate answers within
+``interval`` plus one refresh (``[placement] foreign_write_staleness`` sets ``interval`` to
+half of it). Over-commit never depended on the snapshot: claims and allocation writes lock the
+provider rows (``SELECT ... FOR UPDATE``) and re-check capacity in SQL, and upstream's writes
+compare-and-swap the same providers' generations, so each waits for the other.
+
+**Not seen.** SQL that bumps no generation (say ``UPDATE inventories`` alone) is seen through
+the totals only in an interval with no write of ours (the watchers' own records aside) and no
+generation moved, and not when it keeps every count and sum (two amounts swapped). That
+includes upstream's ``DELETE /allocations/{consumer}``, which bumps no generation either: until
+the totals or a later write to the provider show it, our candidates leave out capacity that is
+free (they never offer capacity that is not). A foreign
+resource class or trait created in an interval in which we created one too waits for the next
+name change to show.
 """
 
 from __future__ import annotations
@@ -32,29 +55,59 @@ import logging
 import threading
 from dataclasses import dataclass
 
-from sqlalchemy import func, select, update
+from sqlalchemy import BigInteger, cast, func, select
 from sqlalchemy.engine import Connection
+from sqlalchemy.sql.elements import ColumnElement
 
 from placement_numa.db import tables as t
 from placement_numa.db.database import Database
 from placement_numa.db.repositories import changes
-from placement_numa.db.repositories.fleet import current_revision
+from placement_numa.db.repositories.fleet import current_revisions
 
-__all__ = ["Fingerprint", "ForeignWriteWatcher", "fingerprint"]
+__all__ = ["Fingerprint", "ForeignWriteWatcher", "TOTALS", "fingerprint"]
 
 LOG = logging.getLogger("placement_numa.db")
 
 
 @dataclass(frozen=True)
 class Fingerprint:
-    """What the watcher compares: the revision, ``{provider id: generation}`` and
-    ``(resource class count, max id, trait count, max id)``."""
+    """What the watcher compares: ``{stripe: revision}`` of the counter rows, ``{provider id:
+    generation}``, ``(resource class count, max id, trait count, max id)`` and the ``TOTALS``
+    values."""
 
-    revision: int
+    revisions: dict[int, int]
     generations: dict[int, int]
     names: tuple[int, ...]
+    totals: tuple[int, ...]
 
 
+def _sum(column: ColumnElement[int]) -> ColumnElement[int]:
+    return func.coalesce(func.sum(column), 0)
+
+
+def _table_totals() -> list[ColumnElement[int]]:
+    inv, alloc = t.inventories, t.allocations
+    traits, aggs = t.resource_provider_traits, t.resource_provider_aggregates
+    rp = t.resource_providers
+    ratio = cast(func.round(inv.c.allocation_ratio * 10000), BigInteger)
+    per_table = (
+        (inv, [inv.c.resource_provider_id, inv.c.resource_class_id, inv.c.total, inv.c.reserved]),
+        (inv, [inv.c.min_unit, inv.c.max_unit, inv.c.step_size, ratio]),
+        (alloc, [alloc.c.resource_provider_id, alloc.c.resource_class_id, alloc.c.used]),
+        (traits, [traits.c.resource_provider_id, traits.c.trait_id]),
+        (aggs, [aggs.c.resource_provider_id, aggs.c.aggregate_id]),
+        (rp, [func.coalesce(rp.c.parent_provider_id, 0), rp.c.root_provider_id]),
+    )
+    found: list[ColumnElement[int]] = []
+    for table, columns in per_table:
+        found.append(select(func.count()).select_from(table).scalar_subquery())
+        found += [select(_sum(c)).select_from(table).scalar_subquery() for c in columns]
+    found.append(select(func.coalesce(func.max(alloc.c.id), 0)).scalar_subquery())
+    return found
+
+
+# Counts and sums over the fleet tables, compared when no write of ours happened in between.
+TOTALS = select(*_table_totals())
 _GENERATIONS = select(t.resource_providers.c.id, t.resource_providers.c.generation)
 _NAMES = select(
     select(func.count()).select_from(t.resource_classes).scalar_subquery(),
@@ -67,33 +120,69 @@ _NAMES = select(
 def fingerprint(conn: Connection) -> Fingerprint | None:
     """The fingerprint read on ``conn``; ``None`` when a write of ours committed while it was
     read (the revision moved: try again later)."""
-    before = current_revision(conn)
+    before = current_revisions(conn)
     generations = {int(i): int(g or 0) for i, g in conn.execute(_GENERATIONS)}
-    names = tuple(int(v) for v in conn.execute(_NAMES).one())
-    if current_revision(conn) != before:
+    names = tuple(int(v or 0) for v in conn.execute(_NAMES).one())
+    totals = tuple(int(v or 0) for v in conn.execute(TOTALS).one())
+    if current_revisions(conn) != before:
         return None
-    return Fingerprint(before, generations, names)
+    return Fingerprint(before, generations, names, totals)
 
 
-def _unexplained(conn: Connection, old: Fingerprint, new: Fingerprint) -> str | None:
-    """Why ``old`` -> ``new`` is not the work of our own writes (``None`` when it is)."""
+@dataclass(frozen=True)
+class Finding:
+    """What a check found: the providers another writer changed (their trees are reloaded),
+    and whether everything must be reloaded (``everything``), with the reason logged."""
+
+    reason: str
+    providers: frozenset[int] = frozenset()
+    everything: bool = False
+
+
+def _moved(old: Fingerprint, new: Fingerprint) -> set[int]:
+    """Providers whose generation moved, or that appeared or vanished."""
     moved = {p for p, g in new.generations.items() if old.generations.get(p) != g}
-    moved |= set(old.generations) - set(new.generations)
-    if new.revision == old.revision:
-        if moved:
-            return f"{len(moved)} resource provider(s) changed"
-        return "resource class or trait names changed" if new.names != old.names else None
-    rows = [r for r in changes.changes_since(conn, old.revision) if r[0] <= new.revision]
-    if {r for r, _, _ in rows} != set(range(old.revision + 1, new.revision + 1)):
-        return None  # log pruned: every worker reloads everything anyway
-    kinds = {kind for _, kind, _ in rows}
-    if changes.ALL in kinds:
-        return None
-    ours = {p for _, kind, p in rows if kind == changes.PROVIDER and p is not None}
-    if moved - ours:
-        return f"{len(moved - ours)} resource provider(s) changed by another writer"
-    if new.names != old.names and changes.NAMES not in kinds:
-        return "resource class or trait names changed by another writer"
+    return moved | (set(old.generations) - set(new.generations))
+
+
+def _ours(
+    rows: list[tuple[int, str, int | None, int | None]], new: Fingerprint, moved: set[int]
+) -> set[int]:
+    """The providers of ``moved`` whose state now is the one a change row of ours left."""
+    left: dict[int, set[int | None]] = {}
+    for _, kind, p, generation in rows:
+        if kind == changes.PROVIDER and p in moved:
+            left.setdefault(p, set()).add(generation)
+    explained = set()
+    for p, generations in left.items():
+        now = new.generations.get(p)
+        known = {g for g in generations if g is not None}
+        if (now is None and None in generations) or (known and max(known) == now):
+            explained.add(p)
+    return explained
+
+
+def _unexplained(conn: Connection, old: Fingerprint, new: Fingerprint) -> Finding | None:
+    """Why ``old`` -> ``new`` is not the work of our own writes (``None`` when it is)."""
+    moved = _moved(old, new)
+    rows = (
+        []
+        if new.revisions == old.revisions
+        else changes.log_between(conn, old.revisions, new.revisions)
+    )
+    if rows is None:
+        return Finding("the change log cannot tell (pruned or rewound)", everything=True)
+    foreign = moved - _ours(rows, new, moved)
+    if foreign:
+        reason = f"{len(foreign)} resource provider(s) changed by another writer"
+        return Finding(reason, frozenset(foreign))
+    # Only watchers' records since (they change no row): names and totals must not have moved.
+    records = sum(kind == changes.WATCHER for _, kind, _, _ in rows)
+    quiet = records == sum(new.revisions.values()) - sum(old.revisions.values())
+    if new.names != old.names and (quiet or all(kind != changes.NAMES for _, kind, _, _ in rows)):
+        return Finding("resource class or trait names changed by another writer", everything=True)
+    if quiet and not moved and new.totals != old.totals:
+        return Finding("fleet table totals changed, no generation moved", everything=True)
     return None
 
 
@@ -106,44 +195,77 @@ class ForeignWriteWatcher:
         self.interval = interval
         self.found = 0  # foreign writes recorded (tests, diagnostics)
         self._last: Fingerprint | None = None
+        self._late = False  # no baseline before the engine's first load: reload once
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
+    def baseline(self) -> None:
+        """Read the first fingerprint now. It must precede the engine's first fleet load (a
+        foreign write between that load and a later baseline would be in the baseline, never
+        seen): the service calls this, through ``start``, before it loads the snapshot. When
+        the database cannot be read yet, the first fingerprint read later reloads the whole
+        fleet once, to be sure."""
+        for _ in range(3):
+            try:
+                with self.database.read() as conn:
+                    self._last = fingerprint(conn)
+            except Exception as exc:  # database away: the thread tries again
+                LOG.warning("foreign write watcher: no baseline yet (%s)", exc)
+                break
+            if self._last is not None:
+                return
+        self._late = True
+
     def check(self) -> bool:
-        """One check; True when a foreign write was found and recorded (``all``). Database
-        errors propagate (the thread logs them and tries again next time)."""
+        """One check; True when a foreign write was found and recorded. The first check
+        without a baseline takes it (``baseline``; True, recording a whole reload, when the
+        baseline came late). Database errors propagate (the thread logs them and tries
+        again next time)."""
         with self.database.read() as conn:
             now = fingerprint(conn)
             if now is None:
                 return False
             last, self._last = self._last, now
-            reason = None if last is None else _unexplained(conn, last, now)
-        if reason is None:
+            if last is None and self._late:
+                finding: Finding | None = Finding("baseline taken late", everything=True)
+            else:
+                finding = None if last is None else _unexplained(conn, last, now)
+        if finding is None:
             return False
-        LOG.info("foreign write: %s; candidate engines reload the fleet", reason)
-        self._record()
+        self._late = False
+        LOG.info("foreign write: %s; candidate engines reload it", finding.reason)
+        # The baseline stays ``now``: the rows written here name the providers with the
+        # generations they have at this commit, so the next check explains them, and a
+        # foreign write committed after this one is not hidden in a fresh baseline.
+        self._record(finding)
         self.found += 1
-        with self.database.read() as conn:
-            self._last = fingerprint(conn)
         return True
 
-    def _record(self) -> None:
-        """A write transaction whose change-log row is ``all``: a fleet-table statement with no
-        provider touched (``changes``' rule), changing no row."""
+    def _record(self, finding: Finding) -> None:
+        """One write transaction whose change rows name the providers of ``finding`` (with
+        their generations), or one ``all`` row."""
         with self.database.write() as conn:
-            rp = t.resource_providers
-            conn.execute(update(rp).where(rp.c.id < 0).values(generation=rp.c.generation))
+            changes.by_watcher(conn, everything=finding.everything)
+            changes.touch(conn, finding.providers)
 
     def _run(self) -> None:
+        failing = False
         while not self._stop.wait(self.interval):
             try:
                 self.check()
+                failing = False
             except Exception as exc:  # database away: try again next time
-                LOG.debug("foreign write check failed: %s", exc)
+                # The first failure of a streak is a warning (the staleness bound is off while
+                # checks fail), the rest are debug lines.
+                level = logging.DEBUG if failing else logging.WARNING
+                LOG.log(level, "foreign write check failed: %s", exc, exc_info=not failing)
+                failing = True
 
     def start(self) -> None:
-        """Start the daemon thread (once)."""
+        """Take the baseline (``baseline``: before the engine's first fleet load), then start
+        the daemon thread (once)."""
         if self._thread is None:
+            self.baseline()
             self._thread = threading.Thread(
                 target=self._run, name="foreign-write-watcher", daemon=True
             )

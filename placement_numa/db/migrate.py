@@ -5,7 +5,9 @@ so an installed wheel migrates from any directory).
 Before touching a schema, ``upgrade`` looks at what ``alembic_version`` holds: a revision of
 OpenStack Placement's chain (both projects use that table) or one unknown to us raises
 ``ForeignSchema`` naming what to do (``db adopt``), instead of alembic's "Can't locate
-revision". ``upgrade_at_start`` is what a starting service does (``sync_on_startup``).
+revision". ``upgrade_at_start`` is what a starting service does (``sync_on_startup``);
+``check_at_start`` is what one that does not migrate checks (``serve --no-migrate``, the WSGI
+entry point), so that it refuses to start rather than answer 500 to every request.
 
 ``upgrade`` holds a migration lock (``db.migration_lock``) while it runs, so several processes
 starting at once (uvicorn or gunicorn workers, a one-shot migrate job racing a server) migrate
@@ -30,6 +32,7 @@ __all__ = [
     "alembic_config",
     "upgrade",
     "upgrade_at_start",
+    "check_at_start",
     "downgrade",
     "stamp",
     "current",
@@ -128,6 +131,13 @@ def upgrade(
         command.upgrade(config, revision)
 
 
+def _behind(revision: str, target: str) -> ForeignSchema:
+    return ForeignSchema(
+        f"schema at {revision}, this version needs {target}: run 'placement-numa db "
+        "upgrade' (or set [placement_database] sync_on_startup = true)"
+    )
+
+
 def upgrade_at_start(
     database_url: str, *, sync_on_startup: bool, migrations_dir: Path | None = None
 ) -> None:
@@ -143,11 +153,47 @@ def upgrade_at_start(
     if revision == target:
         return
     if revision is not None and not sync_on_startup:
-        raise ForeignSchema(
-            f"schema at {revision}, this version needs {target}: run 'placement-numa db "
-            "upgrade' (or set [placement_database] sync_on_startup = true)"
-        )
+        raise _behind(revision, target)
     command.upgrade(alembic_config(database_url, migrations_dir), "head")
+
+
+def check_at_start(
+    database_url: str,
+    *,
+    auto_migrate: bool,
+    sync_on_startup: bool,
+    migrations_dir: Path | None = None,
+) -> None:
+    """Refuse, before serving, a schema the service would answer 500 on; reads only.
+
+    Raises ``ForeignSchema`` (its one line names the command to run) for an OpenStack
+    Placement database (``db adopt``) or an unknown one, and, when the start will not migrate
+    (``auto_migrate`` off: ``serve --no-migrate``, ``PLACEMENT_NUMA_AUTO_MIGRATE=false``), for
+    no schema or ours behind head (``db upgrade``); with ``auto_migrate``, for what
+    ``upgrade_at_start`` would refuse. A database that cannot be reached passes: the service
+    starts and answers 503 until it can.
+    """
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import InterfaceError, OperationalError
+
+    url = make_url(database_url)
+    sqlite_file = url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:")
+    try:
+        if sqlite_file and not Path(str(url.database)).exists():
+            revision = None  # not created by a check: the start (or db upgrade) creates it
+        else:
+            revision = _check_ours(database_url, migrations_dir)
+    except (OperationalError, InterfaceError):
+        return
+    target = head(migrations_dir)
+    if revision == target or (auto_migrate and (revision is None or sync_on_startup)):
+        return
+    if revision is None:
+        raise ForeignSchema(
+            "no placement-numa schema in this database: run 'placement-numa db upgrade' "
+            "(or start without --no-migrate)"
+        )
+    raise _behind(revision, target)
 
 
 def stamp(database_url: str, revision: str, migrations_dir: Path | None = None) -> None:

@@ -248,5 +248,8 @@ placement_changes = Table(
     Column("revision", BigInteger, nullable=False),
     Column("kind", String(8), nullable=False),
     Column("provider_id", Integer, nullable=True),  # no foreign key: the provider may be gone
+    # The provider's generation as the transaction left it (NULL: gone, or no provider row);
+    # migration 0004_change_generations.
+    Column("generation", Integer, nullable=True),
     Index(None, "revision"),
 )

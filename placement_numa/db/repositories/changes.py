@@ -26,6 +26,10 @@ resource class or trait names may have changed), ``"all"`` (the transaction chan
 without describing which providers: a reader reloads everything). Every revision gets at least
 one row, so a reader at revision ``r`` that finds rows for every revision in ``(r, now]`` knows
 the log is complete for it (nothing pruned, nothing written around ``Database.write()``).
+Each ``provider`` row carries the generation the transaction left the provider at (NULL: gone),
+which tells the foreign-write watcher our generation moves from another writer's
+(``db.foreign_writes``); the watcher's own records, which change no table row, add one row
+``"watcher"`` (readers ignore it).
 
 A safety net catches writes that forgot to ``touch``: an ``INSERT``/``UPDATE``/``DELETE`` on a
 fleet table in a transaction that touched no provider records ``"all"``; on the name tables it
@@ -47,25 +51,27 @@ from placement_numa.db import tables as t
 
 __all__ = [
     "touch",
+    "by_watcher",
     "begin",
     "stripe",
     "bump_and_record",
     "changes_since_revisions",
+    "log_between",
     "STRIPE_SPAN",
     "MAX_STRIPES",
     "end",
     "record",
     "bump_record_and_commit",
     "install",
-    "changes_since",
     "PROVIDER",
     "NAMES",
     "ALL",
+    "WATCHER",
     "KEEP_REVISIONS",
     "PRUNE_EVERY",
 ]
 
-PROVIDER, NAMES, ALL = "provider", "names", "all"
+PROVIDER, NAMES, ALL, WATCHER = "provider", "names", "all", "watcher"
 # Rows of the last KEEP_REVISIONS revisions are kept; every PRUNE_EVERY revisions, older rows go.
 KEEP_REVISIONS = 2000
 PRUNE_EVERY = 100
@@ -94,6 +100,7 @@ class _Pending:
     fleet_dml: bool = False
     names: bool = False
     everything: bool = False
+    watcher: bool = False
 
 
 def begin(conn: Connection) -> None:
@@ -115,6 +122,16 @@ def touch(conn: Connection, provider_ids: Iterable[int]) -> None:
     pending: _Pending | None = conn.info.get(_KEY)
     if pending is not None:
         pending.providers.update(int(p) for p in provider_ids)
+
+
+def by_watcher(conn: Connection, *, everything: bool) -> None:
+    """Mark this transaction as the foreign-write watcher's record, which changes no table
+    row: one more row ``watcher``; with ``everything``, its change row is ``all`` (every reader
+    reloads the whole fleet). A no-op outside ``Database.write()``."""
+    pending: _Pending | None = conn.info.get(_KEY)
+    if pending is not None:
+        pending.watcher = True
+        pending.everything = pending.everything or everything
 
 
 def _before_execute(
@@ -145,21 +162,49 @@ def _rows(conn: Connection) -> list[tuple[str, int | None]]:
     one)."""
     pending: _Pending | None = conn.info.get(_KEY)
     if pending is None or pending.everything or (pending.fleet_dml and not pending.providers):
-        return [(ALL, None)]
-    rows: list[tuple[str, int | None]] = [(PROVIDER, p) for p in sorted(pending.providers)]
-    if pending.names or not rows:
-        rows.append((NAMES, None))
+        rows: list[tuple[str, int | None]] = [(ALL, None)]
+    else:
+        rows = [(PROVIDER, p) for p in sorted(pending.providers)]
+        if pending.names or not rows:
+            rows.append((NAMES, None))
+    if pending is not None and pending.watcher:
+        rows.append((WATCHER, None))
     return rows
 
 
-def record(conn: Connection, revision: int, stripe: int = 0) -> None:
+def _generations(conn: Connection, rows: list[tuple[str, int | None]]) -> dict[int, int]:
+    """``{provider id: generation}`` of the providers ``rows`` name, as this transaction sees
+    them (gone providers are absent)."""
+    ids = [p for kind, p in rows if kind == PROVIDER and p is not None]
+    if not ids:
+        return {}
+    rp = t.resource_providers
+    found = conn.execute(select(rp.c.id, rp.c.generation).where(rp.c.id.in_(ids)))
+    return {int(i): int(g or 0) for i, g in found}
+
+
+def record(
+    conn: Connection, revision: int, stripe: int = 0, generations: dict[int, int] | None = None
+) -> None:
     """Write the change rows of the ending transaction at ``revision`` (the new revision of
-    ``stripe``), and prune that stripe's rows older than ``KEEP_REVISIONS`` every
-    ``PRUNE_EVERY`` revisions."""
+    ``stripe``), each ``provider`` row with the generation the transaction leaves its provider
+    at (``generations``, read here when not given; NULL for a provider gone), and prune that
+    stripe's rows older than ``KEEP_REVISIONS`` every ``PRUNE_EVERY`` revisions."""
     base = stripe * STRIPE_SPAN
+    rows = _rows(conn)
+    if generations is None:
+        generations = _generations(conn, rows)
     conn.execute(
         _INSERT,
-        [{"revision": base + revision, "kind": kind, "provider_id": p} for kind, p in _rows(conn)],
+        [
+            {
+                "revision": base + revision,
+                "kind": kind,
+                "provider_id": p,
+                "generation": None if p is None else generations.get(p),
+            }
+            for kind, p in rows
+        ],
     )
     if revision % PRUNE_EVERY == 0:
         conn.execute(_PRUNE, {"lowest": base, "oldest_kept": base + revision - KEEP_REVISIONS + 1})
@@ -189,22 +234,28 @@ def bump_and_record(conn: Connection) -> None:
     index = stripe(conn)
     row_id = 1 + index
     rt = t.placement_revision
+    # Read before the counter's row is locked (every writer queues on it). A provider this
+    # transaction did not lock may move on before the commit: its row then names an older
+    # generation than the provider has, which the watcher counts as foreign (one reload).
+    generations = _generations(conn, _rows(conn))
     if index == 0:
         bump = update(rt).where(rt.c.id == 1).values(revision=rt.c.revision + 1)
         if conn.dialect.update_returning:  # SQLite: one round trip
-            record(conn, int(conn.execute(bump.returning(rt.c.revision)).scalar_one()))
+            revision = int(conn.execute(bump.returning(rt.c.revision)).scalar_one())
+            record(conn, revision, generations=generations)
             return
         conn.execute(bump)
     else:
         upsert = mysql_insert(rt).values(id=row_id, revision=1)
         conn.execute(upsert.on_duplicate_key_update(revision=rt.c.revision + 1))
     value = conn.execute(select(rt.c.revision).where(rt.c.id == row_id)).scalar()
-    record(conn, int(value or 0), index)
+    record(conn, int(value or 0), index, generations)
 
 
 def bump_record_and_commit(conn: Connection) -> None:
-    """PostgreSQL: bump ``placement_revision``, write the change rows at the new revision, prune
-    as ``record`` does, and ``COMMIT``, all in one message (the simple query protocol runs
+    """PostgreSQL: bump ``placement_revision``, write the change rows at the new revision (with
+    their providers' generations, as ``record``), prune as ``record`` does, and ``COMMIT``, all
+    in one message (the simple query protocol runs
     several statements): one round trip.
 
     The counter row stays locked from its ``UPDATE`` until the commit, and every writer needs
@@ -225,9 +276,10 @@ def bump_record_and_commit(conn: Connection) -> None:
     conn.exec_driver_sql(
         f"WITH bumped AS (UPDATE {revision} SET revision = revision + 1 WHERE id = 1"
         " RETURNING revision),"
-        f" logged AS (INSERT INTO {log} (revision, kind, provider_id)"
-        " SELECT bumped.revision, c.kind, c.provider_id"
-        f" FROM bumped CROSS JOIN (VALUES {values}) AS c (kind, provider_id))"
+        f" logged AS (INSERT INTO {log} (revision, kind, provider_id, generation)"
+        " SELECT bumped.revision, c.kind, c.provider_id, rp.generation"
+        f" FROM bumped CROSS JOIN (VALUES {values}) AS c (kind, provider_id)"
+        f" LEFT JOIN {t.resource_providers.name} rp ON rp.id = c.provider_id)"
         f" DELETE FROM {log} USING bumped WHERE mod(bumped.revision, {PRUNE_EVERY}) = 0"
         f" AND {log}.revision <= bumped.revision - {KEEP_REVISIONS};"
         " COMMIT",
@@ -242,22 +294,11 @@ _PRUNE = delete(t.placement_changes).where(
 )
 
 
-def changes_since(conn: Connection, revision: int) -> list[tuple[int, str, int | None]]:
-    """``(revision, kind, provider_id)`` of every change row after ``revision``, oldest first."""
-    pc = t.placement_changes
-    result = conn.execute(
-        select(pc.c.revision, pc.c.kind, pc.c.provider_id)
-        .where(pc.c.revision > revision)
-        .order_by(pc.c.revision, pc.c.id)
-    )
-    return [(int(r), str(k), None if p is None else int(p)) for r, k, p in result]
-
-
 def changes_since_revisions(
     conn: Connection, held: dict[int, int], now: dict[int, int]
-) -> dict[int, list[tuple[int, str, int | None]]]:
-    """Per stripe ``s`` of ``now``, ``(stripe revision, kind, provider_id)`` of its change rows
-    after ``held[s]`` (0 when absent) up to ``now[s]``, oldest first (one query)."""
+) -> dict[int, list[tuple[int, str, int | None, int | None]]]:
+    """Per stripe ``s`` of ``now``, ``(stripe revision, kind, provider_id, generation)`` of its
+    change rows after ``held[s]`` (0 when absent) up to ``now[s]``, oldest first (one query)."""
     pc = t.placement_changes
     ranges = [
         and_(
@@ -267,15 +308,36 @@ def changes_since_revisions(
         for s, revision in sorted(now.items())
         if revision > held.get(s, 0)
     ]
-    found: dict[int, list[tuple[int, str, int | None]]] = {s: [] for s in now}
+    found: dict[int, list[tuple[int, str, int | None, int | None]]] = {s: [] for s in now}
     if not ranges:
         return found
     result = conn.execute(
-        select(pc.c.revision, pc.c.kind, pc.c.provider_id)
+        select(pc.c.revision, pc.c.kind, pc.c.provider_id, pc.c.generation)
         .where(or_(*ranges))
         .order_by(pc.c.revision, pc.c.id)
     )
-    for encoded, kind, p in result:
+    for encoded, kind, p, g in result:
         s, revision = divmod(int(encoded), STRIPE_SPAN)
-        found.setdefault(s, []).append((revision, str(kind), None if p is None else int(p)))
+        found.setdefault(s, []).append(
+            (revision, str(kind), None if p is None else int(p), None if g is None else int(g))
+        )
     return found
+
+
+def log_between(
+    conn: Connection, held: dict[int, int] | None, now: dict[int, int]
+) -> list[tuple[int, str, int | None, int | None]] | None:
+    """``(stripe revision, kind, provider_id, generation)`` of every change after the stripe
+    revisions ``held`` up to ``now`` (``{stripe: revision}``), or ``None`` when the log cannot
+    tell: ``held`` unknown or ahead of ``now``, rows pruned or missing (writes made around
+    ``Database.write()``)."""
+    if held is None or any(now.get(s, -1) < revision for s, revision in held.items()):
+        return None
+    found = changes_since_revisions(conn, held, now)
+    rows: list[tuple[int, str, int | None, int | None]] = []
+    for s, revision in now.items():
+        stripe_rows = found.get(s, [])
+        if {r[0] for r in stripe_rows} != set(range(held.get(s, 0) + 1, revision + 1)):
+            return None
+        rows += stripe_rows
+    return rows

@@ -229,25 +229,6 @@ def load_fleet(conn: Connection) -> FleetSnapshot:
     return _hold(fleet, revisions)
 
 
-def _log_since(
-    conn: Connection, fleet: FleetSnapshot, now: dict[int, int]
-) -> list[tuple[int, str, int | None]] | None:
-    """``(stripe revision, kind, provider_id)`` of every change since ``fleet``, or ``None``
-    when the log cannot tell (stripe revisions unknown or moved back, rows pruned or missing:
-    writes around ``Database.write()``)."""
-    held = held_revisions(fleet)
-    if held is None or any(now.get(s, -1) < revision for s, revision in held.items()):
-        return None
-    found = changes.changes_since_revisions(conn, held, now)
-    rows: list[tuple[int, str, int | None]] = []
-    for s, revision in now.items():
-        stripe_rows = found.get(s, [])
-        if {r for r, _, _ in stripe_rows} != set(range(held.get(s, 0) + 1, revision + 1)):
-            return None
-        rows += stripe_rows
-    return rows
-
-
 def refresh_fleet(conn: Connection, fleet: FleetSnapshot, *, owned: bool = False) -> FleetSnapshot:
     """``fleet`` brought up to the current revision, in one read transaction: patched from the
     change log (``placement_changes``) when it covers every revision of every counter stripe
@@ -266,10 +247,10 @@ def refresh_fleet(conn: Connection, fleet: FleetSnapshot, *, owned: bool = False
         return fleet
     if revision < fleet.revision:
         return load_fleet(conn)
-    rows = _log_since(conn, fleet, now)
-    if rows is None or any(kind == changes.ALL for _, kind, _ in rows):
+    rows = changes.log_between(conn, held_revisions(fleet), now)
+    if rows is None or any(kind == changes.ALL for _, kind, _, _ in rows):
         return load_fleet(conn)
-    touched = sorted({p for _, kind, p in rows if kind == changes.PROVIDER and p is not None})
+    touched = sorted({p for _, kind, p, _ in rows if kind == changes.PROVIDER and p is not None})
     if len(touched) > MAX_TOUCHED:
         return load_fleet(conn)
     root_ids = _known_roots(fleet, touched)
@@ -289,7 +270,7 @@ def refresh_fleet(conn: Connection, fleet: FleetSnapshot, *, owned: bool = False
     patched = replace_trees(fleet, revision, roots, *tree_rows, owned=owned)
     if patched is None:
         return load_fleet(conn)
-    if any(kind == changes.NAMES for _, kind, _ in rows):
+    if any(kind == changes.NAMES for _, kind, _, _ in rows):
         rc_names, trait_names = _names(conn)
         patched.resource_class_names = frozenset(rc_names.values())
         patched.trait_names = frozenset(trait_names.values())
