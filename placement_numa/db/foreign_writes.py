@@ -35,9 +35,11 @@ reloads those providers' trees, as after a write of ours. Names or totals moved 
 revision change, or a change log that cannot tell (pruned, rewound): one row ``all``, and
 every engine reloads the whole fleet. A foreign write shows in candidate answers within
 ``interval`` plus one refresh (``[placement] foreign_write_staleness`` sets ``interval`` to
-half of it). Over-commit never depended on the snapshot: claims and allocation writes lock the
-provider rows (``SELECT ... FOR UPDATE``) and re-check capacity in SQL, and upstream's writes
-compare-and-swap the same providers' generations, so each waits for the other.
+half of it). Over-commit through us never depended on the snapshot: claims and allocation
+writes lock the provider rows (``SELECT ... FOR UPDATE``) and re-check capacity in SQL, and
+upstream's writes compare-and-swap the same providers' generations. (Upstream Placement 16's
+own retry after a failed compare-and-swap can over-commit by one allocation:
+doc/source/admin/moving-from-placement.rst, Limits.)
 
 **Not seen.** SQL that bumps no generation (say ``UPDATE inventories`` alone) is seen through
 the totals only in an interval with no write of ours (the watchers' own records aside) and no

@@ -31,5 +31,24 @@ def sync_standard_names(conn: Connection) -> tuple[int, int]:
         if name not in have_rcs
     ]
     if new_rcs:
-        conn.execute(insert(resource_classes), new_rcs)
+        if conn.dialect.name == "mysql" and any(row["id"] == 0 for row in new_rcs):
+            _insert_keeping_id_zero(conn, new_rcs)
+        else:
+            conn.execute(insert(resource_classes), new_rcs)
     return len(new_traits), len(new_rcs)
+
+
+def _insert_keeping_id_zero(conn: Connection, rows: list[dict[str, object]]) -> None:
+    """MariaDB/MySQL: insert ``rows`` into ``resource_classes`` keeping VCPU's id 0. An adopted
+    upstream database declares the id AUTO_INCREMENT, where an explicit 0 takes the next value
+    (then 1, CUSTOM... collide) unless the session's ``sql_mode`` has NO_AUTO_VALUE_ON_ZERO; it
+    is set for this insert and put back."""
+    mode = conn.exec_driver_sql("SELECT @@SESSION.sql_mode").scalar()
+    conn.exec_driver_sql(
+        "SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''),"
+        " 'NO_AUTO_VALUE_ON_ZERO')"
+    )
+    try:
+        conn.execute(insert(resource_classes), rows)
+    finally:
+        conn.exec_driver_sql("SET SESSION sql_mode = %s", (mode or "",))
