@@ -56,9 +56,11 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import BigInteger, cast, func, select
+from sqlalchemy import BigInteger, Select, Table, cast, func, select
 from sqlalchemy.engine import Connection
+from sqlalchemy.sql import FromClause
 from sqlalchemy.sql.elements import ColumnElement
 
 from placement_numa.db import tables as t
@@ -87,29 +89,37 @@ def _sum(column: ColumnElement[int]) -> ColumnElement[int]:
     return func.coalesce(func.sum(column), 0)
 
 
-def _table_totals() -> list[ColumnElement[int]]:
+def _table_totals() -> Select[Any]:
+    """One row: per fleet table, its count and the sums of its amounts and ids (one scan of
+    each table, the single-row aggregates joined)."""
     inv, alloc = t.inventories, t.allocations
     traits, aggs = t.resource_provider_traits, t.resource_provider_aggregates
     rp = t.resource_providers
     ratio = cast(func.round(inv.c.allocation_ratio * 10000), BigInteger)
-    per_table = (
-        (inv, [inv.c.resource_provider_id, inv.c.resource_class_id, inv.c.total, inv.c.reserved]),
-        (inv, [inv.c.min_unit, inv.c.max_unit, inv.c.step_size, ratio]),
+    per_table: tuple[tuple[Table, list[ColumnElement[int]]], ...] = (
+        (
+            inv,
+            [inv.c.resource_provider_id, inv.c.resource_class_id, inv.c.total, inv.c.reserved]
+            + [inv.c.min_unit, inv.c.max_unit, inv.c.step_size, ratio],
+        ),
         (alloc, [alloc.c.resource_provider_id, alloc.c.resource_class_id, alloc.c.used]),
         (traits, [traits.c.resource_provider_id, traits.c.trait_id]),
         (aggs, [aggs.c.resource_provider_id, aggs.c.aggregate_id]),
         (rp, [func.coalesce(rp.c.parent_provider_id, 0), rp.c.root_provider_id]),
     )
-    found: list[ColumnElement[int]] = []
-    for table, columns in per_table:
-        found.append(select(func.count()).select_from(table).scalar_subquery())
-        found += [select(_sum(c)).select_from(table).scalar_subquery() for c in columns]
-    found.append(select(func.coalesce(func.max(alloc.c.id), 0)).scalar_subquery())
-    return found
+    rows = [
+        select(func.count(), *[_sum(c) for c in columns]).select_from(table).subquery()
+        for table, columns in per_table
+    ]
+    last_id = select(func.coalesce(func.max(alloc.c.id), 0)).scalar_subquery()
+    joined: FromClause = rows[0]
+    for row in rows[1:]:  # always true (counts are >= 0), naming both sides for the linter
+        joined = joined.join(row, rows[0].c[0] <= rows[0].c[0] + row.c[0])
+    return select(*[c for row in rows for c in row.c], last_id).select_from(joined)
 
 
 # Counts and sums over the fleet tables, compared when no write of ours happened in between.
-TOTALS = select(*_table_totals())
+TOTALS = _table_totals()
 _GENERATIONS = select(t.resource_providers.c.id, t.resource_providers.c.generation)
 _NAMES = select(
     select(func.count()).select_from(t.resource_classes).scalar_subquery(),
