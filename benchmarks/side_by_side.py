@@ -130,6 +130,13 @@ def ours(port: int, database_url: str, workers: int = 2, **env: str) -> Iterator
         PLACEMENT_NUMA_LOG_LEVEL="warning",
         **env,
     )
+    # a fleet file kept from an earlier run may be behind this version's schema
+    subprocess.run(
+        [exe, "db", "upgrade", "--database-url", database_url],
+        env=environment,
+        check=True,
+        capture_output=True,
+    )
     proc = subprocess.Popen(
         [exe, "serve", "--port", str(port), "--workers", str(workers)]
         + ["--database-url", database_url],
