@@ -57,7 +57,8 @@ def test_systemd_unit_is_unprivileged_and_reloads_with_hup() -> None:
     assert _directive("User") == "placement" and _directive("Group") == "placement"
     assert _directive("ExecReload") == "/bin/kill -HUP $MAINPID"
     assert _directive("KillSignal") == "SIGTERM"
-    assert _directive("RestartPreventExitStatus") == "2"  # configuration errors: no restart loop
+    # configuration errors and a schema to upgrade or adopt first: no restart loop
+    assert _directive("RestartPreventExitStatus") == "2 6"
 
 
 def test_systemd_commands_serve_reload_and_stop(tmp_path: Path) -> None:
