@@ -6,8 +6,9 @@ each: root with DISK_GB, two cells with VCPU/PCPU and HW_NUMA_ROOT, a 4K and a 2
 per cell with MEMORY_MB) and instances on 60% of the hosts (three allocation rows each), then
 times ``adopt`` and ``release`` (``placement_numa.db.adopt``) in this process: wall time and
 this process's CPU (the database server's work is in the wall time only). Between the two it
-times the foreign-write watcher's read (``db.foreign_writes.fingerprint``) on the adopted
-database. ``--progress`` prints adopt's and release's progress lines.
+times the foreign-write watcher's reads (``db.foreign_writes``: the full ``fingerprint``
+and the steady-state ``summary``) on the adopted database. ``--progress`` prints adopt's and
+release's progress lines.
 
     python benchmarks/adopt.py --backend postgresql --hosts 10000
     python benchmarks/adopt.py --backend mysql --hosts 10000
@@ -30,7 +31,7 @@ from upstream import ensure_venv  # benchmarks/upstream.py
 
 from placement_numa.db import adopt
 from placement_numa.db.database import normalise_url
-from placement_numa.db.foreign_writes import TOTALS, fingerprint
+from placement_numa.db.foreign_writes import PROVIDERS, TOTALS, fingerprint, summary
 from placement_numa.db.standard_names import sync_standard_names
 
 SERVERS = {
@@ -135,11 +136,16 @@ def timed(label: str, run: Any) -> None:
 
 
 def watcher_read(engine: Engine, repeat: int = 5) -> None:
-    """Time the foreign-write watcher's read on the adopted database (``fingerprint``: every
-    provider's generation, the name tables, the table totals), median of ``repeat``, and the
-    totals alone: what each worker reads every ``foreign_write_staleness / 2`` seconds."""
+    """Time the foreign-write watcher's reads on the adopted database, median of ``repeat``:
+    the full read (``fingerprint``: every provider's generation, the name tables, the table
+    totals; the baseline, and a check after a foreign write), the steady-state read
+    (``summary``: the one-row provider aggregate in place of the generations; what each worker
+    reads every ``foreign_write_staleness / 2`` seconds while nothing foreign happens), and
+    its parts: the provider aggregate and the table totals."""
     for label, run in (
-        ("watcher fingerprint", fingerprint),
+        ("watcher full read (baseline, after a foreign write)", fingerprint),
+        ("watcher steady-state check", summary),
+        ("  of which provider aggregate", lambda conn: conn.execute(PROVIDERS).one()),
         ("  of which table totals", lambda conn: conn.execute(TOTALS).one()),
     ):
         times = []

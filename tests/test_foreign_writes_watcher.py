@@ -199,3 +199,54 @@ def test_our_own_writes_are_never_foreign(quiet_app: FastAPI, api: PlacementAPI)
     _traits(api, host["cell"], [])  # two writes to one provider in one interval
     assert watcher.check() is False
     assert watcher.found == 0
+
+
+def test_full_reads_only_when_something_foreign_moved(
+    quiet_app: FastAPI, api: PlacementAPI, other_writer: Engine
+) -> None:
+    """Steady state: a check reads the one-row provider aggregate, not every generation, while
+    only our writes happened (creations and deletions included); a foreign generation bump, a
+    foreign deletion or creation each take one full read, which finds them; the next check is
+    cheap again."""
+    host = _host(api, "a")
+    watcher = _watcher(quiet_app)
+    reads = watcher.full_reads
+
+    def check(found: bool, full: int) -> None:
+        nonlocal reads
+        assert watcher.check() is found
+        assert watcher.full_reads - reads == full
+        reads = watcher.full_reads
+
+    check(False, 0)
+    _inventory(api, host["cell"], {"VCPU": {"total": 4}})
+    other = _rp(api, "b")
+    check(False, 0)
+    api.delete(f"/resource_providers/{other}", version="1.39")
+    _traits(api, host["cell"], ["HW_CPU_X86_AVX2"])
+    check(False, 0)
+    _foreign_allocation(other_writer, host["cell"], 1)
+    check(True, 1)
+    check(False, 0)
+    _inventory(api, host["cell"], {"VCPU": {"total": 6}})
+    _foreign_allocation(other_writer, host["cell"], 1)  # after ours, on the same provider
+    check(True, 1)
+    check(False, 0)
+    gone = _rp(api, "c")
+    check(False, 0)
+    with other_writer.begin() as conn:
+        for sql in (  # the provider is its own root (MariaDB checks the key row by row)
+            "UPDATE resource_providers SET root_provider_id = NULL WHERE uuid = :u",
+            "DELETE FROM resource_providers WHERE uuid = :u",
+        ):
+            conn.execute(text(sql), {"u": gone})
+    check(True, 1)
+    check(False, 0)
+    with other_writer.begin() as conn:  # a provider as upstream creates it
+        conn.execute(
+            text("INSERT INTO resource_providers (uuid, name, generation) VALUES (:u, 'd', 0)"),
+            {"u": str(uuid.uuid4())},
+        )
+    check(True, 1)
+    check(False, 0)
+    assert watcher.found == 4
