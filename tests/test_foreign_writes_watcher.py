@@ -9,6 +9,7 @@ generation bumped).
 
 from __future__ import annotations
 
+import random
 import uuid
 from collections.abc import Iterator
 
@@ -20,6 +21,7 @@ from sqlalchemy.engine import Engine
 
 from placement_numa.app import create_app
 from placement_numa.db.foreign_writes import ForeignWriteWatcher
+from placement_numa.db.kept_generations import aggregate, apply, expected, moved_aggregate
 from placement_numa.settings import Settings
 from tests.backends import TestDatabase, reset_rows
 from tests.conftest import PlacementAPI
@@ -250,3 +252,25 @@ def test_full_reads_only_when_something_foreign_moved(
     check(True, 1)
     check(False, 0)
     assert watcher.found == 4
+
+
+def test_the_kept_aggregate_follows_our_rows() -> None:
+    """``moved_aggregate`` (step by step) equals ``aggregate`` recomputed, through random
+    creations, bumps and deletions (the highest id's included), several rows per provider."""
+    rng = random.Random(19)
+    generations = {p: rng.randrange(5) for p in range(1, 40)}
+    kept, next_id = aggregate(generations), 40
+    for revision in range(200):
+        rows: list[tuple[int, str, int | None, int | None]] = []
+        for _ in range(rng.randrange(4)):
+            if rng.random() < 0.3:
+                p, next_id = next_id, next_id + 1
+            else:
+                p = rng.choice([*generations, next_id - 1])
+            gone = rng.random() < 0.2
+            generation = None if gone else generations.get(p, 0) + rng.randrange(3)
+            rows.append((revision, "provider", p, generation))
+        left = expected(rows)
+        kept = moved_aggregate(kept, generations, left)
+        apply(generations, left)
+        assert kept == aggregate(generations)

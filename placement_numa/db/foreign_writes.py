@@ -28,8 +28,9 @@ deletion, as in Placement). A row of ours can name an older generation than the 
 at our commit only for a provider we did not lock (a touched, unbumped one): then it counts
 as foreign, which costs one refresh, never a miss.
 
-**Steady state.** The watcher keeps the last ``{provider id: generation}`` and applies our
-change rows since to it (``expected``). When that gives the aggregate read, every provider is
+**Steady state** (``db.kept_generations``). The watcher keeps the last ``{provider id:
+generation}`` and its aggregate, and moves both by our change rows since (``expected``; the
+cost is the rows', not the fleet's). When that gives the aggregate read, every provider is
 where our rows (or, unnamed, the last check) left it, and the check goes on as if it had read
 them all; else it reads every generation (``fingerprint``) and compares as above. Proof, with
 ``E`` the expected and ``A`` the actual generations: generations only grow, and each row's is
@@ -81,24 +82,21 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from placement_numa.db import tables as t
 from placement_numa.db.database import Database
+from placement_numa.db.kept_generations import (
+    PROVIDERS,
+    Rows,
+    aggregate,
+    apply,
+    expected,
+    moved_aggregate,
+)
 from placement_numa.db.repositories import changes
 from placement_numa.db.repositories.fleet import current_revisions
 
-__all__ = [
-    "Fingerprint",
-    "ForeignWriteWatcher",
-    "PROVIDERS",
-    "Summary",
-    "TOTALS",
-    "aggregate",
-    "expected",
-    "fingerprint",
-    "summary",
-]
+__all__ = ["Fingerprint", "ForeignWriteWatcher", "PROVIDERS", "Summary", "TOTALS"]
+__all__ += ["fingerprint", "summary"]
 
 LOG = logging.getLogger("placement_numa.db")
-# Change-log rows: (stripe revision, kind, provider id, generation), as changes.log_between.
-_Rows = list[tuple[int, str, int | None, int | None]]
 
 
 @dataclass(frozen=True)
@@ -161,13 +159,6 @@ def _table_totals() -> Select[Any]:
 # Counts and sums over the fleet tables, compared when no write of ours happened in between.
 TOTALS = _table_totals()
 _GENERATIONS = select(t.resource_providers.c.id, t.resource_providers.c.generation)
-# One row: (count, sum of ids, max id, sum of generations) of the resource providers.
-PROVIDERS = select(
-    func.count(),
-    _sum(t.resource_providers.c.id),
-    func.coalesce(func.max(t.resource_providers.c.id), 0),
-    _sum(t.resource_providers.c.generation),
-).select_from(t.resource_providers)
 _NAMES = select(
     select(func.count()).select_from(t.resource_classes).scalar_subquery(),
     select(func.coalesce(func.max(t.resource_classes.c.id), 0)).scalar_subquery(),
@@ -200,29 +191,6 @@ def summary(conn: Connection) -> Summary | None:
     return Summary(before, providers, names, totals)
 
 
-def aggregate(generations: dict[int, int]) -> tuple[int, ...]:
-    """``PROVIDERS`` computed over ``{provider id: generation}``."""
-    ids = generations.keys()
-    return (len(ids), sum(ids), max(ids, default=0), sum(generations.values()))
-
-
-def expected(generations: dict[int, int], rows: _Rows) -> dict[int, int]:
-    """``generations`` after our change ``rows`` (``log_between``): each provider a row of ours
-    names at the highest generation named, or gone when a row names it with NULL."""
-    named: dict[int, set[int | None]] = {}
-    for _, kind, p, generation in rows:
-        if kind == changes.PROVIDER and p is not None:
-            named.setdefault(p, set()).add(generation)
-    after = dict(generations)
-    for p, left in named.items():
-        known = [g for g in left if g is not None]
-        if None in left:
-            after.pop(p, None)
-        elif known:
-            after[p] = max(known)
-    return after
-
-
 @dataclass(frozen=True)
 class Finding:
     """What a check found: the providers another writer changed (their trees are reloaded),
@@ -239,7 +207,7 @@ def _moved(old: Fingerprint, new: Fingerprint) -> set[int]:
     return moved | (set(old.generations) - set(new.generations))
 
 
-def _ours(rows: _Rows, new: Fingerprint, moved: set[int]) -> set[int]:
+def _ours(rows: Rows, new: Fingerprint, moved: set[int]) -> set[int]:
     """The providers of ``moved`` whose state now is the one a change row of ours left."""
     left: dict[int, set[int | None]] = {}
     for _, kind, p, generation in rows:
@@ -254,13 +222,13 @@ def _ours(rows: _Rows, new: Fingerprint, moved: set[int]) -> set[int]:
     return explained
 
 
-def _log(conn: Connection, old: dict[int, int], new: dict[int, int]) -> _Rows | None:
+def _log(conn: Connection, old: dict[int, int], new: dict[int, int]) -> Rows | None:
     """Our change rows from the revisions ``old`` to ``new`` (``changes.log_between``)."""
     return [] if new == old else changes.log_between(conn, old, new)
 
 
 def _unexplained(
-    conn: Connection, old: Fingerprint, new: Fingerprint, rows: _Rows | None = None
+    conn: Connection, old: Fingerprint, new: Fingerprint, rows: Rows | None = None
 ) -> Finding | None:
     """Why ``old`` -> ``new`` is not the work of our own writes (``None`` when it is);
     ``rows``: our change rows between them, read here when not given."""
@@ -273,7 +241,14 @@ def _unexplained(
     if foreign:
         reason = f"{len(foreign)} resource provider(s) changed by another writer"
         return Finding(reason, frozenset(foreign))
-    # Only watchers' records since (they change no row): names and totals must not have moved.
+    return _names_or_totals(old, new, rows, moved)
+
+
+def _names_or_totals(
+    old: Fingerprint, new: Fingerprint, rows: Rows, moved: set[int]
+) -> Finding | None:
+    """With every moved provider explained by our ``rows``: names and totals must not have
+    moved but for our writes (only watchers' records since: they change no row)."""
     records = sum(kind == changes.WATCHER for _, kind, _, _ in rows)
     quiet = records == sum(new.revisions.values()) - sum(old.revisions.values())
     if new.names != old.names and (quiet or all(kind != changes.NAMES for _, kind, _, _ in rows)):
@@ -293,6 +268,7 @@ class ForeignWriteWatcher:
         self.found = 0  # foreign writes recorded (tests, diagnostics)
         self.full_reads = 0  # checks that read every provider's generation (tests, diagnostics)
         self._last: Fingerprint | None = None
+        self._aggregate = (0, 0, 0, 0)  # PROVIDERS of self._last.generations
         self._late = False  # no baseline before the engine's first load: reload once
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -311,6 +287,7 @@ class ForeignWriteWatcher:
                 LOG.warning("foreign write watcher: no baseline yet (%s)", exc)
                 break
             if self._last is not None:
+                self._aggregate = aggregate(self._last.generations)
                 return
         self._late = True
 
@@ -322,20 +299,18 @@ class ForeignWriteWatcher:
         with self.database.read() as conn:
             last = self._last
             steady = None if last is None else self._steady(conn, last)
-            rows: _Rows | None = None
             if steady is not None:
-                now, rows = steady
+                self._last, finding = steady
             else:  # no baseline, or something moved that our rows do not explain: read all
                 self.full_reads += 1
-                full = fingerprint(conn)
-                if full is None:
+                now = fingerprint(conn)
+                if now is None:
                     return False
-                now = full
-            self._last = now
-            if last is None and self._late:
-                finding: Finding | None = Finding("baseline taken late", everything=True)
-            else:
-                finding = None if last is None else _unexplained(conn, last, now, rows)
+                self._last, self._aggregate = now, aggregate(now.generations)
+                if last is None and self._late:
+                    finding = Finding("baseline taken late", everything=True)
+                else:
+                    finding = None if last is None else _unexplained(conn, last, now)
         if finding is None:
             return False
         self._late = False
@@ -347,19 +322,27 @@ class ForeignWriteWatcher:
         self.found += 1
         return True
 
-    def _steady(self, conn: Connection, last: Fingerprint) -> tuple[Fingerprint, _Rows] | None:
-        """The cheap read (``summary``) and our change rows since ``last``, and the fingerprint
-        they imply when ``last``'s generations with our rows applied (``expected``) give the
-        ``PROVIDERS`` aggregate read; ``None`` when they do not (or the read raced a write of
-        ours, or the log cannot tell): then a full read tells which providers moved."""
+    def _steady(
+        self, conn: Connection, last: Fingerprint
+    ) -> tuple[Fingerprint, Finding | None] | None:
+        """The cheap check: the ``summary`` read and our change rows since ``last``. When
+        ``last``'s generations moved by our rows (``expected``) give the ``PROVIDERS``
+        aggregate read, they are moved in place and the new fingerprint and finding returned
+        (every moved provider is ours: only names or totals can be foreign); ``None`` when
+        they do not (or the read raced a write of ours, or the log cannot tell): then a full
+        read tells which providers moved (``last`` is left as it was)."""
         now = summary(conn)
         rows = None if now is None else _log(conn, last.revisions, now.revisions)
         if now is None or rows is None:
             return None
-        generations = expected(last.generations, rows)
-        if aggregate(generations) != now.providers:
+        left = expected(rows)
+        after = moved_aggregate(self._aggregate, last.generations, left)
+        if after != now.providers:
             return None
-        return Fingerprint(now.revisions, generations, now.names, now.totals), rows
+        moved = apply(last.generations, left)
+        self._aggregate = after
+        new = Fingerprint(now.revisions, last.generations, now.names, now.totals)
+        return new, _names_or_totals(last, new, rows, moved)
 
     def _record(self, finding: Finding) -> None:
         """One write transaction whose change rows name the providers of ``finding`` (with
