@@ -77,6 +77,7 @@ from typing import Any
 
 from sqlalchemy import BigInteger, Select, Table, cast, func, select
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.sql import FromClause
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -360,8 +361,10 @@ class ForeignWriteWatcher:
             except Exception as exc:  # database away: try again next time
                 # The first failure of a streak is a warning (the staleness bound is off while
                 # checks fail), the rest are debug lines.
+                # A database away or failing over is one line; anything else keeps its traceback.
                 level = logging.DEBUG if failing else logging.WARNING
-                LOG.log(level, "foreign write check failed: %s", exc, exc_info=not failing)
+                trace = not failing and not isinstance(exc, SQLAlchemyError)
+                LOG.log(level, "foreign write check failed: %s", exc, exc_info=trace)
                 failing = True
 
     def start(self) -> None:
