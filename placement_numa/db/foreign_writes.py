@@ -93,6 +93,7 @@ from placement_numa.db.kept_generations import (
 )
 from placement_numa.db.repositories import changes
 from placement_numa.db.repositories.fleet import current_revisions
+from placement_numa.errors import ServiceUnavailable
 
 __all__ = ["Fingerprint", "ForeignWriteWatcher", "PROVIDERS", "Summary", "TOTALS"]
 __all__ += ["fingerprint", "summary"]
@@ -363,7 +364,7 @@ class ForeignWriteWatcher:
                 # checks fail), the rest are debug lines.
                 # A database away or failing over is one line; anything else keeps its traceback.
                 level = logging.DEBUG if failing else logging.WARNING
-                trace = not failing and not isinstance(exc, SQLAlchemyError)
+                trace = not failing and not isinstance(exc, (SQLAlchemyError, ServiceUnavailable))
                 LOG.log(level, "foreign write check failed: %s", exc, exc_info=trace)
                 failing = True
 
