@@ -9,6 +9,7 @@ translated here.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -44,15 +45,32 @@ def _leaf_routes(routes: Iterable[Any]) -> Iterator[Any]:
 
 
 def _allowed_methods(request: Request) -> list[str]:
-    """Every method some route of the app serves at the request's path (for ``allow``)."""
-    methods: list[str] = []
+    """The methods of the route the request's path is, for ``allow`` (HEAD left out).
+
+    A path can match several route templates (``/resource_providers/batch`` matches
+    ``/resource_providers/{uuid}`` too); the path is the most specific of them: the template
+    with the fewest path parameters, then the most literal characters. Its methods are those of
+    every route with that template (one route per method here), in route order.
+    """
     scope = {"type": "http", "path": request.url.path, "method": "", "root_path": ""}
-    for route in _leaf_routes(request.app.router.routes):
-        match, _child = route.matches(scope)
-        if match != Match.NONE:
-            for method in sorted(getattr(route, "methods", None) or ()):
-                if method not in methods and method != "HEAD":
-                    methods.append(method)
+    matching = [
+        route
+        for route in _leaf_routes(request.app.router.routes)
+        if route.matches(scope)[0] != Match.NONE
+    ]
+    if not matching:
+        return []
+    template = min(
+        (route.path for route in matching),
+        key=lambda path: (path.count("{"), -len(re.sub(r"\{[^}]*\}", "", path))),
+    )
+    methods: list[str] = []
+    for route in matching:
+        if route.path != template:
+            continue
+        for method in sorted(getattr(route, "methods", None) or ()):
+            if method not in methods and method != "HEAD":
+                methods.append(method)
     return methods
 
 
