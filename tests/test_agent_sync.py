@@ -292,7 +292,7 @@ def test_adopts_a_flat_root_without_allocations_and_keeps_foreign_resources(
     }
     assert api.put(f"/resource_providers/{root_uuid}/inventories", json=flat).status_code == 200
 
-    sync(agent, desired(one_cell_vm(tmp_path)))
+    sync(agent, desired(one_cell_vm(tmp_path)), take_over=True)  # nova-compute stopped for good
     stored = tree_of(api, "cn1")
     assert stored["cn1"]["uuid"] == root_uuid
     assert set(stored["cn1"]["inventories"]) == {"DISK_GB", "VGPU"}
@@ -325,8 +325,8 @@ def test_flat_root_with_allocations_is_reshaped(
     from placement_numa.agent.reshape import reshape_with_planner
 
     sys = one_cell_vm(tmp_path)
-    report = sync(agent, desired(sys), reshape=reshape_with_planner)
-    assert report.notes == []
+    report = sync(agent, desired(sys), reshape=reshape_with_planner, take_over=True)
+    assert report.notes == ["taking over cn1 from nova-compute (MEMORY_MB, VCPU)"]
     stored = tree_of(api, "cn1")
     usages = {
         name: api.get(f"/resource_providers/{p['uuid']}/usages").json()["usages"]
@@ -355,5 +355,5 @@ def test_flat_root_with_allocations_without_planner_stops_before_writing(
     allocate(api, "33333333-2222-3333-4444-555555555555", {root_uuid: {"VCPU": 1}})
     recorder.clear()
     with pytest.raises(ReshapeRequired, match="still carries VCPU/PCPU/MEMORY_MB with allocations"):
-        sync(agent, desired(one_cell_vm(tmp_path)))
+        sync(agent, desired(one_cell_vm(tmp_path)), take_over=True)
     assert recorder.writes == []

@@ -2,7 +2,9 @@
 
 One ``sync`` run, in order:
 
-1. find the compute node by name (its uuid may predate the agent) and read its tree;
+1. find the compute node by name (its uuid may predate the agent) and read its tree; a root
+   nova-compute manages (``agent.ownership``: Nova's traits or ``VCPU``/``PCPU``/``MEMORY_MB`` on
+   it) is refused with ``NovaManagedTree`` before anything is written, unless ``take_over``;
 2. flat-host check: ``VCPU``/``PCPU``/``MEMORY_MB`` still on the root *with usage* means the
    host must be reshaped first; the agent asks the reshape planner (``POST /reshaper/plan``
    style API, when the service has one) and applies the plan with ``POST /reshaper``; without a
@@ -47,12 +49,19 @@ from placement_numa.agent.desired_tree import (
     Inventory,
     is_agent_trait,
 )
+from placement_numa.agent.ownership import (
+    NOVA_ROOT_CLASSES,
+    NovaManagedTree,
+    nova_signs,
+    nova_trait,
+    refusal,
+)
 
-__all__ = ["SyncReport", "SyncError", "ReshapeRequired", "sync"]
+__all__ = ["SyncReport", "SyncError", "ReshapeRequired", "NovaManagedTree", "sync"]
 
 LOG = logging.getLogger("placement_numa.agent")
 T = TypeVar("T")
-FLAT_CLASSES = ("VCPU", "PCPU", "MEMORY_MB")
+FLAT_CLASSES = NOVA_ROOT_CLASSES
 PCI_ADDRESS = r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]"
 
 
@@ -124,8 +133,10 @@ class _Syncer:
         tree: DesiredTree,
         max_retries: int,
         on_provider: Callable[[], None] | None = None,
+        take_over: bool = False,
     ) -> None:
         self.on_provider = on_provider
+        self.take_over = take_over
         self.client = client
         self.tree = tree
         self.max_retries = max_retries
@@ -144,6 +155,7 @@ class _Syncer:
         root = self.client.find_provider(self.tree.root.name)
         existing: list[ProviderRecord] = []
         if root is not None:
+            self._check_owner(root)
             existing = self.client.list_tree(root.uuid)
             if self._flat_with_usage(root):
                 if reshape is None or not reshape(self.client, self.tree, root, self.report):
@@ -165,6 +177,17 @@ class _Syncer:
         self._sync_distances()
         self.report.writes = len(self.client.writes) - writes_before
         return self.report
+
+    def _check_owner(self, root: ProviderRecord) -> None:
+        """Raise ``NovaManagedTree`` when nova-compute manages ``root`` (unless taking over)."""
+        _, inventories = self.client.get_inventories(root.uuid)
+        _, traits = self.client.get_traits(root.uuid)
+        signs = nova_signs(inventories, traits)
+        if not signs:
+            return
+        if not self.take_over:
+            raise refusal(root.name, root.uuid, signs)
+        self.report.note(f"taking over {root.name} from nova-compute ({', '.join(signs)})")
 
     def _flat_with_usage(self, root: ProviderRecord) -> bool:
         _, inventories = self.client.get_inventories(root.uuid)
@@ -238,6 +261,8 @@ class _Syncer:
         def attempt() -> None:
             generation, current = self.client.get_traits(uuid)
             wanted = frozenset(t for t in current if not is_agent_trait(t)) | provider.traits
+            if self.take_over and provider.parent_path is None:  # Nova's traits leave with it
+                wanted = frozenset(t for t in wanted if not nova_trait(t))
             if wanted == current:
                 return
             new = wanted - current
@@ -319,6 +344,7 @@ def sync(
     reshape: Callable[[PlacementClient, DesiredTree, ProviderRecord, SyncReport], bool]
     | None = None,
     on_provider: Callable[[], None] | None = None,
+    take_over: bool = False,
 ) -> SyncReport:
     """Bring Placement in line with ``tree`` (steps in the module docstring).
 
@@ -327,5 +353,9 @@ def sync(
     ``SyncError`` when a write fails for another reason than a generation conflict, or keeps
     conflicting after ``max_retries`` re-reads. ``on_provider`` (optional) is called once per
     provider of ``tree`` whose inventories and traits are in sync (a progress hook).
+
+    Raises ``ownership.NovaManagedTree`` (nothing written) when nova-compute manages the compute
+    node; ``take_over=True`` (the operator stopped nova-compute on this host for good) instead
+    removes Nova's traits from the root and moves its flat inventory onto the cells.
     """
-    return _Syncer(client, tree, max_retries, on_provider).run(reshape)
+    return _Syncer(client, tree, max_retries, on_provider, take_over).run(reshape)

@@ -34,7 +34,8 @@ EPILOG = (
     "refused); 2 invalid usage, configuration (--config-file missing, unparsable or with a bad "
     "value) or input; 3 (agent) reshape needed first; 4 (db downgrade, db release) not "
     "confirmed; 5 (schedule) no room; 6 (serve, db upgrade) the schema needs 'db adopt' or "
-    "'db upgrade' first; 130 interrupted. "
+    "'db upgrade' first; 7 (agent) nova-compute manages this compute node's tree, nothing "
+    "written; 130 interrupted. "
     "status upgrade check: 0 success, 1 warning, 2 failure (oslo.upgradecheck)"
 )
 

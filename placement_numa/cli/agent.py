@@ -4,7 +4,10 @@
 interrupted. ``--show`` prints the desired tree as JSON without contacting Placement. Options
 override the ``PLACEMENT_NUMA_AGENT_*`` environment, which overrides ``--config-file``
 (nova.conf's options: ``placement_numa.cli.config_file``). Exit codes: 0 done, 1 a sync failed,
-2 invalid configuration or unreadable sysfs, 3 the host needs a reshape first.
+2 invalid configuration or unreadable sysfs, 3 the host needs a reshape first, 7 nova-compute
+manages this compute node's provider tree (``agent.ownership``; nothing written; the periodic
+agent stops too). ``--once --take-over-from-nova`` takes the tree over from a nova-compute that
+was stopped for good.
 """
 
 from __future__ import annotations
@@ -57,6 +60,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--cpu-shared-set", help="CPUs reported as VCPU")
     parser.add_argument(
         "--disk-gb", type=int, help="DISK_GB total (default: size of instances_path)"
+    )
+    parser.add_argument(
+        "--take-over-from-nova",
+        action="store_true",
+        help="with --once: manage a compute node nova-compute managed before (stop nova-compute"
+        " on this host for good first); removes Nova's traits from its root",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log every HTTP request")
     add_config_file(parser, client=True)
@@ -128,16 +137,16 @@ def _desired(settings: AgentSettings) -> DesiredTree:
     return build(host, settings.policy_for(host))
 
 
-def _sync_once(settings: AgentSettings, client: PlacementClient) -> int:
+def _sync_once(settings: AgentSettings, client: PlacementClient, take_over: bool = False) -> int:
     import httpx
     from keystoneauth1.exceptions import ClientException as KeystoneError
 
     from placement_numa.agent.client import PlacementClientError
     from placement_numa.agent.config import AgentConfigError
     from placement_numa.agent.reshape import reshape_with_planner
-    from placement_numa.agent.sync import ReshapeRequired, SyncError, sync
+    from placement_numa.agent.sync import NovaManagedTree, ReshapeRequired, SyncError, sync
     from placement_numa.agent.sysfs import SysfsError
-    from placement_numa.cli.failures import EXIT_RESHAPE_NEEDED
+    from placement_numa.cli.failures import EXIT_NOVA_MANAGED, EXIT_RESHAPE_NEEDED
     from placement_numa.cli.progress import progress
 
     try:
@@ -147,7 +156,16 @@ def _sync_once(settings: AgentSettings, client: PlacementClient) -> int:
         return 2
     try:
         with progress(len(tree.providers), f"syncing {tree.root.name}") as advance:
-            report = sync(client, tree, reshape=reshape_with_planner, on_provider=advance)
+            report = sync(
+                client,
+                tree,
+                reshape=reshape_with_planner,
+                on_provider=advance,
+                take_over=take_over,
+            )
+    except NovaManagedTree as exc:
+        LOG.error("%s", exc)
+        return EXIT_NOVA_MANAGED
     except ReshapeRequired as exc:
         LOG.error("%s", exc)
         return EXIT_RESHAPE_NEEDED
@@ -192,6 +210,9 @@ def run(args: argparse.Namespace) -> int:
     except ValidationError as exc:
         LOG.error("invalid agent configuration: %s", exc)
         return 2
+    if args.take_over_from_nova and not args.once:
+        LOG.error("--take-over-from-nova needs --once (never leave it on in a service)")
+        return 2
     if args.show:
         try:
             print(json.dumps(tree_document(_desired(settings)), indent=2))
@@ -200,6 +221,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
         return 0
     from placement_numa.agent.client import PlacementClient
+    from placement_numa.cli.failures import EXIT_NOVA_MANAGED
 
     with PlacementClient(
         settings.placement_url,
@@ -208,14 +230,15 @@ def run(args: argparse.Namespace) -> int:
         timeout=settings.timeout,
     ) as client:
         if args.once:
-            return _sync_once(settings, client)
+            return _sync_once(settings, client, take_over=args.take_over_from_nova)
         LOG.info("syncing %s every %.0f s", settings.hostname, args.interval)
         signal.signal(signal.SIGTERM, _stop)
         try:
             while True:
                 started = time.monotonic()
                 try:
-                    _sync_once(settings, client)
+                    if _sync_once(settings, client) == EXIT_NOVA_MANAGED:
+                        return EXIT_NOVA_MANAGED  # a second writer: stop rather than fight it
                 except Exception:  # keep the periodic agent alive; the next round retries
                     LOG.exception("sync round failed")
                 time.sleep(max(0.0, args.interval - (time.monotonic() - started)))

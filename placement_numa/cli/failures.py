@@ -13,6 +13,9 @@ Exit codes of every ``placement-numa`` command::
     6    (serve, db upgrade) the database's schema needs a step first: an OpenStack Placement
          database is taken over with 'db adopt', ours behind this version's with 'db upgrade'
          (an unknown schema too); restarting will not help
+    7    (agent) nova-compute manages this compute node's provider tree (Nova's traits, or
+         VCPU/PCPU/MEMORY_MB, on its root): one writer per tree, nothing was written; the
+         periodic agent stops too. Restarting will not help
     130  interrupted (Ctrl-C)
 
 ``placement-numa status upgrade check`` follows oslo.upgradecheck instead: 0 success,
@@ -38,6 +41,7 @@ __all__ = [
     "EXIT_RESHAPE_NEEDED",
     "EXIT_NO_ROOM",
     "EXIT_SCHEMA",
+    "EXIT_NOVA_MANAGED",
 ]
 
 EXIT_FAILED = 1
@@ -46,6 +50,7 @@ EXIT_RESHAPE_NEEDED = 3
 EXIT_NOT_CONFIRMED = 4
 EXIT_NO_ROOM = 5
 EXIT_SCHEMA = 6
+EXIT_NOVA_MANAGED = 7
 EXIT_INTERRUPTED = 130
 
 
