@@ -46,8 +46,9 @@ from sqlalchemy.engine import make_url
 
 from benchmarks.upstream import ensure_venv, upstream_placement
 from placement_numa.db.database import normalise_url
-from tests.backends import TestDatabase, drop_database, in_ci, reachable_database
+from tests.backends import TestDatabase, drop_database, reachable_database
 from tests.servers import HEADERS, free_port, running, service_env
+from tests.upstream_oracle import require_upstream
 
 pytestmark = pytest.mark.slow
 
@@ -68,12 +69,7 @@ def _upstream_url(db: TestDatabase) -> str:
 
 @pytest.fixture(params=["postgresql", "mysql"])
 def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TestDatabase]:
-    try:
-        ensure_venv()
-    except Exception as exc:  # no upstream Placement: CI installs it in .ci/run
-        if in_ci():
-            pytest.fail(f"upstream Placement 16 missing in CI: {exc}")
-        pytest.skip(f"upstream Placement 16 not installable here: {exc}")
+    require_upstream()
     db = reachable_database(request.param, tmp_path, "adopt")
     yield db
     drop_database(db)

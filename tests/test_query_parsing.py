@@ -276,5 +276,8 @@ def test_check_params() -> None:
         check_uuid_param("uuid", "abc")
     assert info.value.detail == (
         "Invalid query string parameters: 'abc' is not a 'uuid'  Failed validating 'format' in"
-        " schema['properties']['uuid']"
+        " schema['properties']['uuid']:     {'type': 'string', 'format': 'uuid'}  On"
+        " instance['uuid']:     'abc'"
     )
+    with pytest.raises(BadRequest):  # jsonschema's uuid format, as Placement: dashes required
+        check_uuid_param("uuid", A1.replace("-", ""))

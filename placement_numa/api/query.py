@@ -24,11 +24,13 @@ import uuid as uuidlib
 from collections.abc import Iterable, Sequence
 
 from placement_numa.api import microversion as mv
+from placement_numa.domain.aggregates import kept_aggregate_uuid
 from placement_numa.domain.filters import MemberOf, RequiredTraits
 from placement_numa.errors import BadRequest
 
 __all__ = [
     "is_uuid_like",
+    "is_dashed_uuid",
     "check_uuid_param",
     "check_allowed_params",
     "parse_resources",
@@ -62,16 +64,30 @@ def is_uuid_like(value: str) -> bool:
     return parsed.hex == plain
 
 
+def is_dashed_uuid(value: str) -> bool:
+    """True when ``value`` is a uuid in its 36-character dashed form (any case): jsonschema's
+    ``uuid`` format, which Placement's query-string schemas use."""
+    try:
+        uuidlib.UUID(value)
+    except (TypeError, ValueError, AttributeError):
+        return False
+    return len(value) == 36 and all(value[i] == "-" for i in (8, 13, 18, 23))
+
+
 def check_uuid_param(name: str, value: str) -> str:
     """Validate a query parameter declared as a uuid in Placement's query schema.
 
-    Returns ``value`` unchanged; raises ``BadRequest`` ("Invalid query string parameters: 'x' is
-    not a 'uuid'  Failed validating 'format' in schema['properties']['<name>']") otherwise.
+    Placement checks these with jsonschema's ``uuid`` format: the dashed form only (any case),
+    so 32 hex digits without dashes are refused here although bodies accept them. Returns
+    ``value`` unchanged; raises ``BadRequest`` ("Invalid query string parameters: 'x' is not a
+    'uuid'  Failed validating 'format' in schema['properties']['<name>']: ... On
+    instance['<name>']: 'x'", Placement's text) otherwise.
     """
-    if not is_uuid_like(value):
+    if not is_dashed_uuid(value):
         raise BadRequest(
-            f"{_INVALID}: '{value}' is not a 'uuid'  Failed validating 'format' in"
-            f" schema['properties']['{name}']"
+            f"{_INVALID}: {value!r} is not a 'uuid'  Failed validating 'format' in"
+            f" schema['properties'][{name!r}]:     {{'type': 'string', 'format': 'uuid'}}"
+            f"  On instance[{name!r}]:     {value!r}"
         )
     return value
 
@@ -221,7 +237,11 @@ def _parse_member_of_value(value: str) -> tuple[frozenset[str], frozenset[str]]:
                 f"{_INVALID}: Expected 'member_of' parameter to contain valid UUID(s)."
                 f" Got: {aggregate}"
             )
-    return required, forbidden
+    # Matched as stored: the string the client sent (``domain.aggregates``), as Placement does.
+    return (
+        frozenset(map(kept_aggregate_uuid, required)),
+        frozenset(map(kept_aggregate_uuid, forbidden)),
+    )
 
 
 def parse_member_of(

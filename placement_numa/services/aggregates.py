@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import uuid as uuidlib
 from collections.abc import Sequence
 
 from placement_numa.db.database import Database
 from placement_numa.db.repositories import aggregates as repo
 from placement_numa.db.repositories import providers
 from placement_numa.db.repositories.providers import ProviderRow
+from placement_numa.domain.aggregates import kept_aggregate_uuid
 from placement_numa.errors import ConcurrentUpdate
 
 __all__ = ["get_aggregates", "set_aggregates"]
@@ -28,10 +28,12 @@ def set_aggregates(
 
     With ``generation`` (1.19+) it must equal the provider's generation, which is then
     incremented (compare-and-swap); without it (1.1-1.18) the generation is left alone, as in
-    Placement. Returns the provider as it is after the change. Raises ``NotFound`` (404) and
-    ``ConcurrentUpdate`` (409, ``placement.concurrent_update``).
+    Placement. Aggregate uuids are kept as sent (``domain.aggregates``: openstacksdk sends them
+    without dashes and compares what comes back). Returns the provider as it is after the
+    change. Raises ``NotFound`` (404) and ``ConcurrentUpdate`` (409,
+    ``placement.concurrent_update``).
     """
-    canonical = [str(uuidlib.UUID(value)) for value in aggregates]
+    kept = [kept_aggregate_uuid(value) for value in aggregates]
     with database.write() as conn:
         # Lock the provider row first: writers of one provider queue here (and MariaDB does not
         # deadlock upgrading the shared locks its foreign-key checks take), then re-read it.
@@ -42,7 +44,7 @@ def set_aggregates(
                 "Resource provider's generation already changed. Please update the generation"
                 " and try again."
             )
-        repo.set_provider_aggregates(conn, provider.id, canonical)
+        repo.set_provider_aggregates(conn, provider.id, kept)
         if generation is not None:
             providers.increment_generation(conn, provider, expected=generation)
         updated = providers.get_by_id(conn, provider.id)

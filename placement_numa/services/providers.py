@@ -82,14 +82,14 @@ def list_providers(database: Database, *, filters: ProviderFilters) -> list[Prov
                 )
         root_id: int | None = None
         if filters.in_tree is not None:
-            tree = repo.get_by_uuid(conn, _canonical(filters.in_tree))
+            tree = repo.get_by_uuid(conn, filters.in_tree)  # as sent: Placement matches exactly
             if tree is None:
                 return []
             root_id = tree.root_provider_id
         aggregate_uuids = set(filters.member_of.forbidden)
         for group in filters.member_of.any_of:
             aggregate_uuids |= group
-        aggregate_ids = aggregate_repo.aggregate_ids(conn, _canonical_uuids(aggregate_uuids))
+        aggregate_ids = aggregate_repo.aggregate_ids(conn, aggregate_uuids)
         return repo.list_providers(
             conn,
             name=filters.name,
@@ -105,20 +105,8 @@ def list_providers(database: Database, *, filters: ProviderFilters) -> list[Prov
         )
 
 
-def _canonical(uuid: str) -> str:
-    """``uuid`` in canonical form (lower case, dashed); unchanged when it is not a uuid."""
-    try:
-        return str(uuidlib.UUID(uuid))
-    except ValueError:
-        return uuid
-
-
-def _canonical_uuids(uuids: set[str]) -> set[str]:
-    return {_canonical(uuid) for uuid in uuids}
-
-
 def _ids_of(uuids: frozenset[str], known: dict[str, int]) -> set[int]:
-    return {known[_canonical(u)] for u in uuids if _canonical(u) in known}
+    return {known[u] for u in uuids if u in known}
 
 
 def create_provider(
@@ -126,7 +114,9 @@ def create_provider(
 ) -> ProviderRow:
     """Create a provider at generation 0, as a root or under ``parent_uuid``.
 
-    ``uuid`` is normalised to its dashed form, or generated when absent. Raises ``BadRequest``
+    ``uuid`` is normalised to its dashed form, or generated when absent; ``parent_uuid`` is
+    looked up exactly as sent (as Placement: a parent named without dashes or in capitals does
+    not exist). Raises ``BadRequest``
     for an empty name, a parent equal to the provider or an unknown parent, and
     ``DuplicateName`` (409, ``placement.duplicate_name``) when the uuid or name is taken.
     """
@@ -138,7 +128,7 @@ def create_provider(
         if parent_uuid is not None:
             if parent_uuid == uuid:
                 raise create_refused(name, uuid, PARENT_IS_SELF)
-            parent = repo.get_by_uuid(conn, _canonical(parent_uuid))
+            parent = repo.get_by_uuid(conn, parent_uuid)
             if parent is None:
                 raise create_refused(name, uuid, NO_PARENT)
         taken = repo.uuid_or_name_taken(conn, uuid=uuid, name=name)
@@ -186,6 +176,7 @@ def update_provider(
     Without ``allow_reparenting`` (before 1.37) a parent can only be set on a provider that has
     none (or repeated unchanged); with it, a provider may move under any provider outside its
     own subtree, or become a root (``parent_uuid=None``); the moved subtree's root is rewritten.
+    ``parent_uuid`` is looked up exactly as sent, as in ``create_provider``.
     The generation does not change (as in Placement). Raises ``NotFound``, ``BadRequest``
     ("Unable to save resource provider ...") and ``DuplicateName`` (409).
     """
@@ -201,7 +192,7 @@ def update_provider(
         if not isinstance(parent_uuid, _Unset):
             # Serialise concurrent moves touching these trees (two crossing moves could
             # otherwise both pass the loop check), then re-read what the checks use.
-            target = repo.get_by_uuid(conn, _canonical(parent_uuid)) if parent_uuid else None
+            target = repo.get_by_uuid(conn, parent_uuid) if parent_uuid else None
             roots = {provider.root_provider_id} | ({target.root_provider_id} if target else set())
             repo.lock_providers(conn, repo.tree_ids(conn, roots))
             provider = repo.require_by_uuid(conn, uuid)
@@ -210,7 +201,7 @@ def update_provider(
         moved: set[int] = set()
         if not isinstance(parent_uuid, _Unset):
             if parent_uuid is not None:
-                parent = repo.get_by_uuid(conn, _canonical(parent_uuid))
+                parent = repo.get_by_uuid(conn, parent_uuid)
                 if parent is None:
                     raise refuse("parent provider UUID does not exist.", action="create")
                 if (
