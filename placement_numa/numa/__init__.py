@@ -1,9 +1,11 @@
 """The NUMA layer: flavor translation, cell sets, page sizes, distances, ranking (pure).
 
-Nothing here imports FastAPI or SQLAlchemy. Data flow::
+Nothing here imports FastAPI or SQLAlchemy. Data flow (drawn in full in
+``doc/source/contributor/numa-pipeline.rst``)::
 
-    Flavor + ImageProperties --validation--> GuestTopology --translate--> NumaQuery
-        (request groups, same_subtree, group_policy, distinct NUMA anchors, fallback query)
+    Flavor + ImageProperties + NumaOptions --request.numa_request--> NumaRequest
+        --plan.search_plan--> SearchPlan (translate: GuestTopology -> NumaQuery per width x
+        CPU split: request groups, same_subtree, group_policy, distinct anchors, fallback)
     candidates + HostTopology --ranking (width, distance, spread, tie-break)--> ordered candidates
 
 Sources: the Nova spec "NUMA Topology with Resource Providers" (tree model and translations),

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import os_resource_classes
 import os_traits
 
-from placement_numa.numa.resolve import InvalidFlavor
+from placement_numa.numa.invalid_flavor import InvalidFlavor
 
 __all__ = [
     "ALIAS_SPEC",

@@ -13,17 +13,38 @@ Rules carried over from ``nova.virt.hardware`` (behaviour, not code):
   image may not ask more pinning than the flavor allows (``ImageCPUPinningForbidden``);
 * ``hw:cpu_thread_policy``: ``prefer`` | ``isolate`` | ``require``; a flavor without one or
   with ``prefer`` takes the image's (``flavor or image``); a flavor ``isolate``/``require`` wins,
-  and an image asking another policy then is refused (``ImageCPUThreadPolicyForbidden``).
+  and an image asking another policy then is refused (``ImageCPUThreadPolicyForbidden``);
+* ``hw:cpu_dedicated_mask``: ``^`` masks read as "every guest CPU but" (``dedicated_mask``);
+* ``hw:pci_numa_affinity_policy`` / ``hw_pci_numa_affinity_policy``: flavor and image may not
+  disagree (``ImagePCINUMAPolicyForbidden``); their value wins over an alias's ``numa_policy``;
+  ``legacy`` by default. A ``topology_policy`` replaces all of them (``single-numa-node`` /
+  ``restricted``: ``required``, ``best-effort``: ``preferred``, ``none``: no affinity).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
 
-from placement_numa.errors import BadRequest
-from placement_numa.numa.extra_specs import SpecValue, cell_specs, flavor_and_image
+from placement_numa.numa.cpu_spec import CpuOutOfRange, CpuSpecError, parse_cpu_spec
+from placement_numa.numa.extra_specs import (
+    GranularSpec,
+    SpecValue,
+    cell_specs,
+    flavor_and_image,
+    granular_specs,
+)
 from placement_numa.numa.flavor import Flavor, ImageProperties
+from placement_numa.numa.invalid_flavor import INVALID_FLAVOR_CODE, InvalidFlavor
 from placement_numa.numa.page_sizes import PageSizeError, PageSizeRequest, parse_page_size
+from placement_numa.numa.pci_alias import (
+    AFFINITY_POLICIES,
+    ALIAS_SPEC,
+    DeviceRequest,
+    PciAlias,
+    device_requests,
+)
+from placement_numa.numa.topology_policies import TopologyPolicy
 
 __all__ = [
     "FlavorSettings",
@@ -34,28 +55,17 @@ __all__ = [
     "cpu_policy",
     "thread_policy",
     "emulator_threads_isolate",
+    "dedicated_mask",
+    "affinity_policy",
+    "devices",
     "MAX_NUMA_NODES",
 ]
 
 MAX_NUMA_NODES = 128
 
-INVALID_FLAVOR_CODE = "placement_numa.flavor.invalid"
 CPU_POLICIES = ("shared", "dedicated", "mixed")
 THREAD_POLICIES = ("prefer", "isolate", "require")
 EMULATOR_POLICIES = ("share", "isolate")
-
-
-class InvalidFlavor(BadRequest):
-    """400 ``placement_numa.flavor.invalid``: the flavor/image cannot be turned into a query.
-
-    ``keys`` are the offending extra spec / image property names; the detail starts with them.
-    """
-
-    default_code = INVALID_FLAVOR_CODE
-
-    def __init__(self, keys: list[str] | tuple[str, ...], message: str) -> None:
-        self.keys = tuple(keys)
-        super().__init__(f"Invalid flavor ({', '.join(self.keys)}): {message}")
 
 
 def numa_nodes(flavor: Flavor, image: ImageProperties | None) -> tuple[int | None, str | None]:
@@ -170,18 +180,94 @@ def emulator_threads_isolate(flavor: Flavor) -> tuple[bool, str | None]:
     return value == "isolate", "hw:emulator_threads_policy"
 
 
+def dedicated_mask(flavor: Flavor) -> frozenset[int] | None:
+    """The dedicated guest CPUs of a ``mixed`` flavor (``hw:cpu_dedicated_mask``), or ``None``
+    (unset or empty).
+
+    Nova's rule (``get_dedicated_cpu_constraint``): a mask that starts with ``^`` is read as
+    ``0-(vcpus-1),<mask>``, so ``^0,1`` is every guest CPU but 0 (``1`` is included anyway);
+    any other mask names the dedicated CPUs. Parsed with ``vcpus - 1`` as the bound, so a CPU
+    beyond the guest's is refused before anything is expanded.
+    """
+    value = flavor.spec("hw:cpu_dedicated_mask")
+    if not value:
+        return None
+    text = f"0-{flavor.vcpus - 1},{value}" if value.strip().startswith("^") else value
+    try:
+        return parse_cpu_spec(text, max_cpu=flavor.vcpus - 1)
+    except CpuOutOfRange as exc:
+        raise InvalidFlavor(
+            ["hw:cpu_dedicated_mask"],
+            f"CPU number {exc.cpu} is larger than max {exc.max_cpu}: the mask must be a subset"
+            " of the flavor's vCPUs",
+        ) from None
+    except CpuSpecError as exc:
+        raise InvalidFlavor(["hw:cpu_dedicated_mask"], str(exc)) from None
+
+
+def affinity_policy(flavor: Flavor, image: ImageProperties | None) -> str | None:
+    """``hw:pci_numa_affinity_policy`` / ``hw_pci_numa_affinity_policy`` (Nova's
+    ``get_pci_numa_policy_constraint``), or ``None``."""
+    from_flavor, from_image = flavor_and_image(flavor, image, "pci_numa_affinity_policy")
+    for spec in (from_flavor, from_image):
+        if spec is not None and spec.value not in AFFINITY_POLICIES:
+            raise InvalidFlavor(
+                [spec.key], f"'{spec.value}' is not one of {', '.join(AFFINITY_POLICIES)}"
+            )
+    if from_flavor and from_image and from_flavor.value != from_image.value:
+        raise InvalidFlavor(
+            [from_flavor.key, from_image.key],
+            f"image PCI NUMA affinity policy '{from_image.value}' is forbidden by the flavor's"
+            f" '{from_flavor.value}'",
+        )
+    chosen = from_flavor or from_image
+    return chosen.value if chosen is not None else None
+
+
+def devices(
+    flavor: Flavor,
+    image: ImageProperties | None,
+    aliases: Mapping[str, PciAlias],
+    topology_policy: TopologyPolicy | None,
+) -> tuple[DeviceRequest, ...]:
+    """The PCI devices of ``pci_passthrough:alias`` with ``aliases`` (the ``[pci] alias``
+    table), each with its effective NUMA affinity policy (the module docstring)."""
+    value = flavor.spec(ALIAS_SPEC)
+    policy = affinity_policy(flavor, image)
+    if value is None:
+        return ()
+    found = device_requests(value, aliases, policy)
+    if topology_policy is not None:
+        forced = topology_policy.device_policy
+        found = tuple(DeviceRequest(d.alias, d.resource_class, d.traits, forced) for d in found)
+    return found
+
+
 class FlavorSettings:
     """A flavor (+ image) whose settings are each resolved once, on first use, with the rules
     above: ``numa_nodes``, ``page_size``, ``cpu_policy``, ``thread_policy`` (each ``(value,
     key that set it)``), ``emulator_threads_isolate`` and ``cells(kind)`` (``hw:numa_<kind>.N``
     of the flavor, else ``hw_numa_<kind>.N`` of the image; ``kind`` ``"cpus"`` or ``"mem"``).
+    Also ``granular`` (the ``resources[$S]:``/``trait[$S]:`` specs by suffix), ``cell_cpu_sets``
+    (each cell's CPU list parsed), ``dedicated`` (the parsed ``hw:cpu_dedicated_mask``),
+    ``devices`` (with ``aliases`` and ``topology_policy``) and ``is_numa``, the one answer to
+    "is this a NUMA guest?".
     Nova's checks (``validation``) and the typed request (``request``) share one, so no setting
-    is read twice. A setting that does not resolve raises ``InvalidFlavor`` at each use.
+    is read or parsed twice. A setting that does not resolve raises ``InvalidFlavor`` at each use.
     """
 
-    def __init__(self, flavor: Flavor, image: ImageProperties | None = None) -> None:
+    def __init__(
+        self,
+        flavor: Flavor,
+        image: ImageProperties | None = None,
+        *,
+        aliases: Mapping[str, PciAlias] | None = None,
+        topology_policy: TopologyPolicy | None = None,
+    ) -> None:
         self.flavor = flavor
         self.image = image
+        self.aliases: Mapping[str, PciAlias] = aliases or {}
+        self.topology_policy = topology_policy
         self._cells: dict[str, dict[int, SpecValue]] = {}
 
     @cached_property
@@ -216,3 +302,45 @@ class FlavorSettings:
             from_flavor, from_image = cell_specs(self.flavor, self.image, kind)
             found = self._cells[kind] = from_flavor or from_image
         return found
+
+    @cached_property
+    def granular(self) -> dict[str, GranularSpec]:
+        """``granular_specs(flavor)``: the ``resources[$S]:``/``trait[$S]:`` specs by suffix."""
+        return granular_specs(self.flavor)
+
+    @cached_property
+    def cell_cpu_sets(self) -> dict[int, tuple[str, frozenset[int]]]:
+        """Each cell's CPU list (``hw:numa_cpus.N``) as ``{cell: (key, guest CPU ids)}``, parsed
+        with ``vcpus - 1`` as the bound (a CPU beyond it is refused before any range is
+        expanded: ``ImageNUMATopologyCPUOutOfRange``)."""
+        result: dict[int, tuple[str, frozenset[int]]] = {}
+        for cell, spec in sorted(self.cells("cpus").items()):
+            try:
+                cpus = parse_cpu_spec(spec.value, max_cpu=self.flavor.vcpus - 1)
+            except CpuSpecError as exc:
+                raise InvalidFlavor([spec.key], str(exc)) from None
+            result[cell] = (spec.key, cpus)
+        return result
+
+    @cached_property
+    def dedicated(self) -> frozenset[int] | None:
+        """``dedicated_mask(flavor)``."""
+        return dedicated_mask(self.flavor)
+
+    @cached_property
+    def devices(self) -> tuple[DeviceRequest, ...]:
+        """``devices(flavor, image, aliases, topology_policy)``."""
+        return devices(self.flavor, self.image, self.aliases, self.topology_policy)
+
+    @property
+    def is_numa(self) -> bool:
+        """Whether the guest has a NUMA topology: ``hw:numa_nodes``, a page size, pinned CPUs
+        (Nova: the last two imply one cell), PCI devices (one cell, as in Nova), or a
+        ``topology_policy`` that aligns (all but ``none``)."""
+        return (
+            self.numa_nodes[0] is not None
+            or self.page_size[0] is not None
+            or self.cpu_policy[0] in ("dedicated", "mixed")
+            or bool(self.devices)
+            or (self.topology_policy is not None and self.topology_policy.numa_guest)
+        )

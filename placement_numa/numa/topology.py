@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from placement_numa.numa.distribute import split_evenly
 from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.numa.page_sizes import PageSizeRequest
-from placement_numa.numa.request import FlavorRequest, as_request
+from placement_numa.numa.request import NumaRequest, numa_request
 
 __all__ = ["GuestCell", "GuestTopology", "guest_topology"]
 
@@ -73,14 +73,15 @@ def _cpu_ranges(counts: list[int] | tuple[int, ...]) -> list[frozenset[int]]:
 
 
 def guest_topology(
-    flavor: Flavor | FlavorRequest,
+    flavor: NumaRequest | Flavor,
     image: ImageProperties | None = None,
     *,
     cell_count: int | None = None,
     cpu_split: tuple[int, ...] | None = None,
 ) -> GuestTopology | None:
-    """The guest topology of a ``FlavorRequest`` (or of a flavor + image, resolved first), or
-    ``None`` for a guest without NUMA request.
+    """The guest topology of a ``NumaRequest`` (or of a flavor + image, resolved first by
+    ``numa_request`` with no aliases and no topology policy), or ``None`` for a guest without
+    NUMA request.
 
     ``cell_count`` overrides the implicit single cell of a flavor that does not fix its count
     (KEP-2902 distribution: CPUs and memory split evenly, remainder striped); ``cpu_split``
@@ -89,7 +90,7 @@ def guest_topology(
     without ``distribute_cpus_across_numa``). Raises
     ``InvalidFlavor`` (400) when a flavor given as such does not validate.
     """
-    request = as_request(flavor, image)
+    request = flavor if isinstance(flavor, NumaRequest) else numa_request(flavor, image)
     if not request.is_numa:
         return None
     size = request.page_size
@@ -98,7 +99,7 @@ def guest_topology(
     nodes = request.numa_nodes
     fixed = nodes is not None
     count = nodes if nodes is not None else (cell_count or 1)
-    vcpus, memory_mb = request.flavor.vcpus, request.flavor.memory_mb
+    vcpus, memory_mb = request.vcpus, request.memory_mb
 
     if request.cell_cpus:
         cpus = list(request.cell_cpus)

@@ -33,10 +33,9 @@ from dataclasses import dataclass
 import os_traits
 
 from placement_numa.domain.request_groups import CandidateQuery, RequestGroup
-from placement_numa.numa.extra_specs import granular_specs
 from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.numa.query_string import to_query_string
-from placement_numa.numa.request import FlavorRequest, as_request
+from placement_numa.numa.request import NumaRequest, numa_request
 from placement_numa.numa.topology import GuestTopology, guest_topology
 
 __all__ = [
@@ -112,7 +111,7 @@ class NumaQuery:
     search_cells: tuple[CellGroups, ...] = ()
     filter_anchors: bool = False
     devices: tuple[DeviceGroup, ...] = ()
-    request: FlavorRequest | None = None
+    request: NumaRequest | None = None
 
     @property
     def anchors(self) -> tuple[str, ...]:
@@ -131,39 +130,36 @@ class NumaQuery:
 
 
 def _extra_groups(
-    flavor: Flavor, skip_placed: bool
+    request: NumaRequest, skip_placed: bool
 ) -> tuple[dict[str, int], set[str], set[str], list[RequestGroup]]:
-    """Unsuffixed resources/required/forbidden from ``resources:``/``trait:`` specs, and the
-    numbered groups."""
+    """Unsuffixed resources/required/forbidden from the flavor's ``resources:``/``trait:``
+    groups, and the numbered groups (``skip_placed``: without the CPU and memory classes, which
+    the NUMA cells place)."""
     unsuffixed: dict[str, int] = {}
     required: set[str] = set()
     forbidden: set[str] = set()
     numbered: list[RequestGroup] = []
-    for suffix, spec in sorted(granular_specs(flavor).items()):
+    for group in request.groups:
         resources = {
-            rc: int(v.value)
-            for rc, v in spec.resources.items()
-            if not (skip_placed and rc in _PLACED)
+            rc: n for rc, n in group.resources.items() if not (skip_placed and rc in _PLACED)
         }
-        req = frozenset(t for t, v in spec.traits.items() if v.value == "required")
-        forb = frozenset(t for t, v in spec.traits.items() if v.value == "forbidden")
-        if suffix == "":
+        if group.suffix == "":
             unsuffixed.update(resources)
-            required |= req
-            forbidden |= forb
+            required |= group.required
+            forbidden |= group.forbidden
         else:
             numbered.append(
                 RequestGroup(
-                    suffix=suffix,
+                    suffix=group.suffix,
                     resources={rc: n for rc, n in resources.items() if n > 0},
-                    required_traits=req,
-                    forbidden_traits=forb,
+                    required_traits=group.required,
+                    forbidden_traits=group.forbidden,
                 )
             )
     return unsuffixed, required, forbidden, numbered
 
 
-def _device_groups(request: FlavorRequest, cells: int) -> tuple[DeviceGroup, ...]:
+def _device_groups(request: NumaRequest, cells: int) -> tuple[DeviceGroup, ...]:
     """One group per device; tied by ``same_subtree`` when the guest has one cell and the
     policy is ``required`` (the only policy a subtree expresses exactly)."""
     return tuple(
@@ -174,7 +170,7 @@ def _device_groups(request: FlavorRequest, cells: int) -> tuple[DeviceGroup, ...
     )
 
 
-def _device_request_groups(request: FlavorRequest) -> list[RequestGroup]:
+def _device_request_groups(request: NumaRequest) -> list[RequestGroup]:
     return [
         RequestGroup(suffix=f"_PCI{n}", resources={d.resource_class: 1}, required_traits=d.traits)
         for n, d in enumerate(request.devices, start=1)
@@ -192,30 +188,28 @@ def _root_traits(topology: GuestTopology | None) -> tuple[frozenset[str], frozen
 
 
 def _flat_query(
-    request: FlavorRequest, topology: GuestTopology | None, forbidden_extra: frozenset[str]
+    request: NumaRequest, topology: GuestTopology | None, forbidden_extra: frozenset[str]
 ) -> CandidateQuery:
     """One unsuffixed group with the whole flavor, plus its numbered and device groups
     (non-NUMA flavors and the fallback)."""
-    flavor = request.flavor
-    extra, required, forbidden, numbered = _extra_groups(flavor, skip_placed=topology is not None)
+    extra, required, forbidden, numbered = _extra_groups(request, skip_placed=topology is not None)
     numbered = numbered + _device_request_groups(request)
     if topology is not None:
         vcpu = sum(c.vcpu for c in topology.cells)
         pcpu = sum(c.pcpu for c in topology.cells)
     else:
-        vcpu, pcpu = flavor.vcpus, 0
+        vcpu, pcpu = request.vcpus, 0
     resources: dict[str, int] = {}
     if vcpu:
         resources["VCPU"] = vcpu
     if pcpu:
         resources["PCPU"] = pcpu
-    resources["MEMORY_MB"] = flavor.memory_mb
-    if flavor.disk_gb:
-        resources["DISK_GB"] = flavor.disk_gb
+    resources["MEMORY_MB"] = request.memory_mb
+    if request.disk_gb:
+        resources["DISK_GB"] = request.disk_gb
     resources.update(extra)
     resources = {rc: n for rc, n in resources.items() if n > 0}
     root_required, root_forbidden = _root_traits(topology)
-    policy = flavor.spec("group_policy")
     return CandidateQuery(
         groups=(
             RequestGroup(
@@ -226,23 +220,21 @@ def _flat_query(
             ),
             *numbered,
         ),
-        group_policy=policy
-        if policy in ("none", "isolate")
-        else ("none" if len(numbered) > 1 else None),  # type: ignore[arg-type]
+        group_policy=request.group_policy or ("none" if len(numbered) > 1 else None),
         root_required=root_required,
         root_forbidden=root_forbidden,
     )
 
 
 def translate(
-    flavor: Flavor | FlavorRequest,
+    flavor: NumaRequest | Flavor,
     image: ImageProperties | None = None,
     *,
     cell_count: int | None = None,
     cpu_split: tuple[int, ...] | None = None,
 ) -> NumaQuery:
-    """Translate a ``FlavorRequest`` (or a flavor and image, resolved first) into a
-    ``NumaQuery``.
+    """Translate a ``NumaRequest`` (or a flavor and image, resolved first by ``numa_request``
+    with no aliases and no topology policy) into a ``NumaQuery``.
 
     ``cell_count`` widens a flavor that does not fix its cell count (KEP-2902 distribution);
     ``cpu_split`` gives its CPUs per cell (``topology.guest_topology``).
@@ -251,18 +243,16 @@ def translate(
     flavor asks ``group_policy=isolate``, since isolate would also keep two VFs of one PF apart.
     Raises ``InvalidFlavor`` (400, ``placement_numa.flavor.invalid``) naming the offending keys.
     """
-    request = as_request(flavor, image)
+    request = flavor if isinstance(flavor, NumaRequest) else numa_request(flavor, image)
     topology = guest_topology(request, cell_count=cell_count, cpu_split=cpu_split)
     if topology is None:
         query = _flat_query(request, None, frozenset({HW_NUMA_ROOT}))
         return NumaQuery(query, (), None, None, ("VCPU",), query, (), False, (), request)
 
-    plain = request.flavor
     devices = _device_groups(request, len(topology.cells))
-    isolate = plain.spec("group_policy") == "isolate"
+    isolate = request.group_policy == "isolate"
     query, cells = _numa_query(request, topology, devices, fold=isolate)
-    _, _, _, numbered = _extra_groups(plain, skip_placed=True)
-    if isolate or not (numbered or devices):
+    if isolate or not (request.numbered or devices):
         search, search_cells = _numa_query(request, topology, devices, fold=True)
         filter_anchors = False
     else:
@@ -295,7 +285,7 @@ def translate(
 
 
 def _numa_query(
-    request: FlavorRequest,
+    request: NumaRequest,
     topology: GuestTopology,
     devices: tuple[DeviceGroup, ...],
     *,
@@ -304,10 +294,9 @@ def _numa_query(
     """The NUMA-anchored query: the spec's form, or with ``fold`` the anchors folded into the
     CPU groups under ``group_policy=isolate``; device groups after the cells' (tied to the
     only cell by ``same_subtree`` when ``in_subtree``)."""
-    flavor = request.flavor
-    extra, required, forbidden, numbered = _extra_groups(flavor, skip_placed=True)
+    extra, required, forbidden, numbered = _extra_groups(request, skip_placed=True)
     groups: list[RequestGroup] = []
-    disk = {"DISK_GB": flavor.disk_gb} if flavor.disk_gb else {}
+    disk = {"DISK_GB": request.disk_gb} if request.disk_gb else {}
     unsuffixed = {**disk, **{rc: n for rc, n in extra.items() if n > 0}}
     if unsuffixed or required or forbidden:
         groups.append(

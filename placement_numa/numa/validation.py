@@ -10,21 +10,28 @@ The Nova exception each one mirrors is named in its docstring (behaviour of
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from placement_numa.names import CUSTOM_NAME_RE
-from placement_numa.numa.cpu_spec import CpuOutOfRange, CpuSpecError, format_cpu_set, parse_cpu_spec
-from placement_numa.numa.extra_specs import cell_specs, granular_specs
+from placement_numa.numa.cpu_spec import format_cpu_set
+from placement_numa.numa.extra_specs import cell_specs
 from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.numa.known_specs import closest_key, unknown_key
-from placement_numa.numa.resolve import MAX_NUMA_NODES, FlavorSettings, InvalidFlavor
+from placement_numa.numa.pci_alias import PciAlias
+from placement_numa.numa.resolve import (
+    MAX_NUMA_NODES,
+    FlavorSettings,
+    InvalidFlavor,
+    dedicated_mask,
+)
+from placement_numa.numa.topology_policies import TopologyPolicy
 
 __all__ = [
     "Check",
     "CHECKS",
     "validate",
     "InvalidFlavor",
-    "is_numa_flavor",
+    "dedicated_mask",
     "MAX_VCPUS",
     "MAX_NUMA_NODES",
 ]
@@ -36,15 +43,6 @@ MAX_VCPUS = 8192
 Check = Callable[[FlavorSettings], None]
 _NAME_RE = r"^[A-Z0-9_]+$"
 CPU_CLASSES = ("VCPU", "PCPU")
-
-
-def is_numa_flavor(settings: FlavorSettings) -> bool:
-    """True when the flavor/image asks for a guest NUMA topology: ``hw:numa_nodes``, a page
-    size, or pinned CPUs (``dedicated``/``mixed``), as in Nova where the last two imply one cell."""
-    nodes, _ = settings.numa_nodes
-    size, _ = settings.page_size
-    policy, _ = settings.cpu_policy
-    return nodes is not None or size is not None or policy in ("dedicated", "mixed")
 
 
 def check_known_keys(settings: FlavorSettings) -> None:
@@ -127,27 +125,12 @@ def check_cell_lists_complete(settings: FlavorSettings) -> None:
                 )
 
 
-def _cell_cpus(settings: FlavorSettings) -> dict[int, tuple[str, frozenset[int]]]:
-    """Each cell's CPU list, parsed with ``vcpus - 1`` as the bound (a CPU beyond it is
-    refused before any range is expanded: ``ImageNUMATopologyCPUOutOfRange``)."""
-    result: dict[int, tuple[str, frozenset[int]]] = {}
-    for cell, spec in sorted(settings.cells("cpus").items()):
-        try:
-            result[cell] = (
-                spec.key,
-                parse_cpu_spec(spec.value, max_cpu=settings.flavor.vcpus - 1),
-            )
-        except CpuSpecError as exc:
-            raise InvalidFlavor([spec.key], str(exc)) from None
-    return result
-
-
 def check_cell_cpus(settings: FlavorSettings) -> None:
     """Guest CPU lists: well formed, each CPU < vcpus (``ImageNUMATopologyCPUOutOfRange``), in
     one cell only (``ImageNUMATopologyCPUDuplicates``), every CPU assigned
     (``ImageNUMATopologyCPUsUnassigned``)."""
     flavor = settings.flavor
-    cells = _cell_cpus(settings)
+    cells = settings.cell_cpu_sets
     if not cells:
         return
     owner: dict[int, str] = {}
@@ -247,31 +230,6 @@ def check_emulator_threads(settings: FlavorSettings) -> None:
         )
 
 
-def dedicated_mask(flavor: Flavor) -> frozenset[int] | None:
-    """The dedicated guest CPUs of a ``mixed`` flavor (``hw:cpu_dedicated_mask``), or ``None``
-    (unset or empty).
-
-    Nova's rule (``get_dedicated_cpu_constraint``): a mask that starts with ``^`` is read as
-    ``0-(vcpus-1),<mask>``, so ``^0,1`` is every guest CPU but 0 (``1`` is included anyway);
-    any other mask names the dedicated CPUs. Parsed with ``vcpus - 1`` as the bound, so a CPU
-    beyond the guest's is refused before anything is expanded.
-    """
-    value = flavor.spec("hw:cpu_dedicated_mask")
-    if not value:
-        return None
-    text = f"0-{flavor.vcpus - 1},{value}" if value.strip().startswith("^") else value
-    try:
-        return parse_cpu_spec(text, max_cpu=flavor.vcpus - 1)
-    except CpuOutOfRange as exc:
-        raise InvalidFlavor(
-            ["hw:cpu_dedicated_mask"],
-            f"CPU number {exc.cpu} is larger than max {exc.max_cpu}: the mask must be a subset"
-            " of the flavor's vCPUs",
-        ) from None
-    except CpuSpecError as exc:
-        raise InvalidFlavor(["hw:cpu_dedicated_mask"], str(exc)) from None
-
-
 def check_dedicated_mask(settings: FlavorSettings) -> None:
     """``mixed`` needs ``hw:cpu_dedicated_mask`` and only ``mixed`` takes one
     (``RequiredMixedInstancePolicy``/``RequiredMixedOrRealtimeCPUMask``); the mask lies within
@@ -279,7 +237,7 @@ def check_dedicated_mask(settings: FlavorSettings) -> None:
     (``MixedInstanceNotEnoughDedicatedCPUs``/``...SharedCPUs``)."""
     flavor = settings.flavor
     policy, policy_key = settings.cpu_policy
-    mask = dedicated_mask(flavor)
+    mask = settings.dedicated
     if policy == "mixed" and mask is None:
         raise InvalidFlavor(
             [policy_key or "hw:cpu_policy", "hw:cpu_dedicated_mask"],
@@ -302,7 +260,7 @@ def check_granular_specs(settings: FlavorSettings) -> None:
     """``resources[$S]:<RC>=<int >= 0>`` and ``trait[$S]:<T>=required|forbidden`` with
     well-formed names; ``group_policy`` is ``none`` or ``isolate``."""
     flavor = settings.flavor
-    for spec in granular_specs(flavor).values():
+    for spec in settings.granular.values():
         for name, value in spec.resources.items():
             if not _valid_name(name):
                 raise InvalidFlavor([value.key], f"'{name}' is not a resource class name")
@@ -335,8 +293,7 @@ def check_cpu_resources(settings: FlavorSettings) -> None:
     ``resources:PCPU`` with ``shared``, ``resources:VCPU`` with ``dedicated``, both at once with
     a policy, and any ``resources[$S]:VCPU|PCPU|MEMORY_MB`` on a NUMA flavor (the NUMA
     translation places CPUs and memory itself)."""
-    flavor = settings.flavor
-    granular = granular_specs(flavor)
+    granular = settings.granular
     unsuffixed = granular.get("", None)
     explicit = unsuffixed.resources if unsuffixed else {}
     policy, policy_key = settings.cpu_policy
@@ -354,19 +311,17 @@ def check_cpu_resources(settings: FlavorSettings) -> None:
             [explicit["VCPU"].key, explicit["PCPU"].key] + keys,
             "explicit VCPU and PCPU conflict with hw:cpu_policy",
         )
-    if is_numa_flavor(settings):
-        placed = sorted(
-            value.key
-            for spec in granular.values()
-            for name, value in spec.resources.items()
-            if name in (*CPU_CLASSES, "MEMORY_MB")
+    placed = sorted(
+        value.key
+        for spec in granular.values()
+        for name, value in spec.resources.items()
+        if name in (*CPU_CLASSES, "MEMORY_MB")
+    )
+    if placed and settings.is_numa:
+        raise InvalidFlavor(
+            placed,
+            "a NUMA flavor's CPUs and memory are placed per NUMA cell; drop the explicit resources",
         )
-        if placed:
-            raise InvalidFlavor(
-                placed,
-                "a NUMA flavor's CPUs and memory are placed per NUMA cell;"
-                " drop the explicit resources",
-            )
 
 
 CHECKS: tuple[Check, ...] = (
@@ -389,10 +344,17 @@ CHECKS: tuple[Check, ...] = (
 )
 
 
-def validate(flavor: Flavor, image: ImageProperties | None = None) -> FlavorSettings:
+def validate(
+    flavor: Flavor,
+    image: ImageProperties | None = None,
+    *,
+    aliases: Mapping[str, PciAlias] | None = None,
+    topology_policy: TopologyPolicy | None = None,
+) -> FlavorSettings:
     """Run every check in ``CHECKS`` on one ``FlavorSettings`` (each setting resolved once,
-    in the checks' order) and return it; raises the first ``InvalidFlavor``."""
-    settings = FlavorSettings(flavor, image)
+    in the checks' order; ``aliases`` and ``topology_policy`` as for ``FlavorSettings``) and
+    return it; raises the first ``InvalidFlavor``."""
+    settings = FlavorSettings(flavor, image, aliases=aliases, topology_policy=topology_policy)
     for check in CHECKS:
         check(settings)
     return settings

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from sqlalchemy.engine import Connection
@@ -53,10 +53,11 @@ from placement_numa.engine import CandidateEngine, FleetSnapshot
 from placement_numa.errors import BadRequest, ConcurrentUpdate, Conflict
 from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.numa.pci_alias import PciAlias
+from placement_numa.numa.plan import SearchPlan, search_plan
 from placement_numa.numa.ranking import rank_key
-from placement_numa.numa.translate import translate
+from placement_numa.numa.request import NumaOptions, numa_request
 from placement_numa.services import numa_candidates
-from placement_numa.services.numa_candidates import CellIndexCache, NumaOptions, RankedCandidate
+from placement_numa.services.numa_candidates import CellIndexCache, RankedCandidate
 
 __all__ = [
     "ClaimRequest",
@@ -65,6 +66,7 @@ __all__ = [
     "ClaimContended",
     "claim",
     "claim_for_flavor",
+    "claim_for_plan",
     "claim_for_query",
     "requested_amounts",
     "lacking_amounts",
@@ -333,6 +335,43 @@ def _no_room(engine: CandidateEngine, requested: Mapping[str, int], consumer: st
     return NoRoom(f"No allocation candidate fits consumer {consumer}: {reason}.", extra=extra)
 
 
+def claim_for_plan(
+    *,
+    database: Database,
+    engine: CandidateEngine,
+    plan: SearchPlan,
+    request: ClaimRequest,
+    window: int = DEFAULT_WINDOW,
+    strategy: ClaimStrategy = "spread",
+    index_cache: CellIndexCache | None = None,
+) -> ClaimWritten:
+    """``claim`` over the ranked candidates of ``POST /allocation_candidates`` for a flavor's
+    ``SearchPlan`` (built once; every search round runs it with the request's options whole,
+    ``limit`` replaced by the round's window; ``index_cache``: the process's cell index cache,
+    see ``numa_candidates``). Raises what ``claim`` raises."""
+    options = plan.request.options
+
+    def search(limit: int) -> list[RankedCandidate]:
+        return numa_candidates.plan_candidates(
+            database=database,
+            engine=engine,
+            plan=plan,
+            options=replace(options, limit=limit),
+            index_cache=index_cache,
+        )
+
+    return claim(
+        database=database,
+        engine=engine,
+        search=search,
+        requested=requested_amounts(plan.main.query),
+        request=request,
+        window=window,
+        prefer_closest=options.prefer_closest,
+        strategy=strategy,
+    )
+
+
 def claim_for_flavor(
     *,
     database: Database,
@@ -346,39 +385,18 @@ def claim_for_flavor(
     aliases: Mapping[str, PciAlias] | None = None,
     index_cache: CellIndexCache | None = None,
 ) -> ClaimWritten:
-    """``claim`` over the ranked candidates of ``POST /allocation_candidates`` for a flavor
-    (``aliases``: the ``[pci] alias`` table; ``options.topology_policy`` applies;
-    ``index_cache``: the process's cell index cache, see ``numa_candidates``). The flavor
-    is resolved once (``numa_candidates.flavor_request``) for every search round. Raises
-    ``InvalidFlavor`` (400) before anything is searched, and what ``claim`` raises."""
-    resolved = numa_candidates.flavor_request(flavor, image, options, aliases)
-    requested = requested_amounts(translate(resolved).query)
-
-    def search(limit: int) -> list[RankedCandidate]:
-        return numa_candidates.flavor_candidates(
-            database=database,
-            engine=engine,
-            flavor=flavor,
-            image=image,
-            options=NumaOptions(
-                limit=limit,
-                prefer_closest=options.prefer_closest,
-                distribute=options.distribute,
-                topology_policy=options.topology_policy,
-            ),
-            request=resolved,
-            index_cache=index_cache,
-        )
-
-    return claim(
+    """``claim_for_plan`` of the flavor's plan (``numa_request`` with ``aliases``, the ``[pci]
+    alias`` table, and ``options``, then ``search_plan``). Raises ``InvalidFlavor`` (400)
+    before anything is searched, and what ``claim`` raises."""
+    plan = search_plan(numa_request(flavor, image, options, aliases=aliases))
+    return claim_for_plan(
         database=database,
         engine=engine,
-        search=search,
-        requested=requested,
+        plan=plan,
         request=request,
         window=window,
-        prefer_closest=options.prefer_closest,
         strategy=strategy,
+        index_cache=index_cache,
     )
 
 
@@ -394,14 +412,15 @@ def claim_for_query(
     index_cache: CellIndexCache | None = None,
 ) -> ClaimWritten:
     """``claim`` over the ranked candidates of a ready query (the JSON form of the GET query;
-    ``index_cache`` as for ``claim_for_flavor``)."""
+    ``options`` whole, ``limit`` replaced by each round's window; ``index_cache`` as for
+    ``claim_for_plan``)."""
 
     def search(limit: int) -> list[RankedCandidate]:
         return numa_candidates.query_candidates(
             database=database,
             engine=engine,
             query=query,
-            options=NumaOptions(limit=limit, prefer_closest=options.prefer_closest),
+            options=replace(options, limit=limit),
             index_cache=index_cache,
         )
 

@@ -1,12 +1,14 @@
 """Use case: NUMA-aware allocation candidates (``POST /allocation_candidates``).
 
-Flow (design notes, "NUMA layer"): flavor + image -> ``numa.translate`` -> the candidate engine
-with the NUMA rank hook (``numa.engine_rank``) -> ranked candidates, NUMA fits first, then the
-fallback candidates on hosts not reshaped yet.
+Flow (``doc/source/contributor/numa-pipeline.rst``): flavor + image + options ->
+``numa.request.numa_request`` (``NumaRequest``) -> ``numa.plan.search_plan`` (``SearchPlan``) ->
+the candidate engine with the NUMA rank hook (``numa.engine_rank``) -> ranked candidates, NUMA
+fits first, then the fallback candidates on hosts not reshaped yet.
 
-* ``flavor_candidates``: translate, search (with ``distribute_cpus_across_numa`` and a flavor that
-  does not fix its cell count: widths 1, 2, ... as KEP-2902, keeping each host's narrowest fit),
-  then the fallback query (``!HW_NON_NUMA,!HW_NUMA_ROOT``) after every NUMA fit;
+* ``plan_candidates``: the searches of a ``SearchPlan`` (with a plan that widens: widths 1, 2,
+  ... as KEP-2902, keeping each host's narrowest fit), then the fallback query
+  (``!HW_NON_NUMA,!HW_NUMA_ROOT``) after every NUMA fit; ``flavor_candidates`` builds the
+  request and the plan first;
 * ``query_candidates``: a ready ``CandidateQuery`` (the JSON form of the GET query), ranked.
 
 Nova's memory rule for guests with dedicated CPUs or an explicit page size (never overcommit
@@ -26,8 +28,7 @@ process (a ``CellIndexCache`` the caller keeps, the API on ``app.state``, passed
 ``index_cache``), and reloaded from SQL only when the snapshot's ``placement_revision`` is newer
 than the one the cached index was read at (every write, a distance matrix PUT included, bumps
 the revision), so a request sees every committed write yet does no SQL for the index when
-nothing changed. Raises ``InvalidFlavor`` (400) from the
-translation.
+nothing changed. Raises ``InvalidFlavor`` (400) from ``numa_request``.
 """
 
 from __future__ import annotations
@@ -45,30 +46,25 @@ from placement_numa.numa.distances import cell_id_from_name
 from placement_numa.numa.engine_rank import CellIndex, NumaRanker
 from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.numa.pci_alias import PciAlias
+from placement_numa.numa.plan import MAX_DISTRIBUTE_CELLS, SearchPlan, search_plan
 from placement_numa.numa.query_string import to_query_string
-from placement_numa.numa.request import FlavorRequest, resolve_request
-from placement_numa.numa.topology_policies import policy as topology_policy_named
-from placement_numa.numa.translate import NumaQuery, translate
+from placement_numa.numa.request import NumaOptions, numa_request
+from placement_numa.numa.translate import NumaQuery
 from placement_numa.services.numa_search import (
-    NumaOptions,
     RankedCandidate,
     ranker_for,
     runnable,
     search_bounded,
     search_exhaustive,
 )
-from placement_numa.services.numa_widths import (
-    MAX_DISTRIBUTE_CELLS,
-    distributed,
-    distributed_bounded,
-)
+from placement_numa.services.numa_widths import distributed, distributed_bounded
 
 __all__ = [
     "NumaOptions",
     "RankedCandidate",
     "CellIndexCache",
     "flavor_candidates",
-    "flavor_request",
+    "plan_candidates",
     "query_candidates",
     "MAX_DISTRIBUTE_CELLS",
 ]
@@ -132,42 +128,20 @@ def _named(found: list[RankedCandidate], index: CellIndex) -> list[RankedCandida
     ]
 
 
-def flavor_request(
-    flavor: Flavor,
-    image: ImageProperties | None,
-    options: NumaOptions,
-    aliases: Mapping[str, PciAlias] | None = None,
-) -> FlavorRequest:
-    """The typed request of ``flavor`` (+ ``image``) under ``options.topology_policy`` with the
-    ``[pci] alias`` table ``aliases``. Raises ``InvalidFlavor`` (400)."""
-    return resolve_request(
-        flavor,
-        image,
-        aliases=aliases,
-        topology_policy=topology_policy_named(options.topology_policy),
-    )
-
-
 def _numa_found(
     engine: CandidateEngine,
-    request: FlavorRequest,
+    plan: SearchPlan,
     numa: NumaQuery,
     index: CellIndex,
     options: NumaOptions,
     fleet: FleetSnapshot,
     exhaustive: bool,
 ) -> list[RankedCandidate]:
-    """The NUMA fits of ``numa`` (no fallback), by the widths its topology policy or
-    ``distribute_cpus_across_numa`` asks."""
-    assert numa.topology is not None
-    policy = request.topology_policy
-    widths = policy.widths if policy is not None else "flavor"
-    widen = not numa.topology.fixed_cell_count and (
-        widths != "flavor" or (options.distribute and (policy is None or policy.max_cells != 1))
-    )
-    if widen:
+    """The NUMA fits of the plan (no fallback): widened over the plan's widths when it asks,
+    else ``numa`` (the plan's main query, runnable on ``fleet``)."""
+    if plan.widen:
         widened = distributed if exhaustive else distributed_bounded
-        return widened(engine, request, index, options, fleet, every=widths == "every")
+        return widened(engine, plan, index, options, fleet)
     if numa.search is None:  # the NUMA search requires an unknown trait: only the fallback
         return []
     ranker = ranker_for(index, numa, options)
@@ -175,6 +149,47 @@ def _numa_found(
         return search_exhaustive(engine, numa, ranker, options.limit, fleet, options)
     found, _ = search_bounded(engine, numa, ranker, options.limit, fleet=fleet, options=options)
     return found
+
+
+def plan_candidates(
+    *,
+    database: Database | None,
+    engine: CandidateEngine,
+    plan: SearchPlan,
+    options: NumaOptions | None = None,
+    index: CellIndex | None = None,
+    index_cache: CellIndexCache | None = None,
+    exhaustive: bool = False,
+) -> list[RankedCandidate]:
+    """Ranked candidates of a ``SearchPlan`` (see the module docstring) under ``options``
+    (default: the request's; a caller that searches one plan several times, as a claim does,
+    gives ``dataclasses.replace(plan.request.options, limit=...)``). ``index`` (cell ids,
+    distances, host names, sockets) is read from ``database`` unless given (through
+    ``index_cache`` when given); ``exhaustive`` runs the reference path (same answer, slower)."""
+    options = options if options is not None else plan.request.options
+    if not plan.admitted:
+        return []  # single-numa-node and a guest fixed at more than one cell
+    limit = options.limit
+    fleet = engine.snapshot()
+    index = index if index is not None else _cell_index(database, index_cache, fleet)
+    numa = runnable(plan.main, fleet)
+    if numa is None:  # requires a trait no provider can have: a valid flavor, no candidates
+        return []
+    if numa.topology is None:  # no NUMA request: non-NUMA hosts only, engine order
+        result = engine.search(numa.search_query, limit=limit, fleet=fleet)
+        explain = to_query_string(numa.search_query)
+        return _named(
+            [RankedCandidate(c, result.fleet, None, explain) for c in result.candidates], index
+        )
+    found = _numa_found(engine, plan, numa, index, options, fleet, exhaustive)
+    if numa.fallback is not None and (limit is None or len(found) < limit):
+        remaining = None if limit is None else limit - len(found)
+        result = engine.search(numa.fallback, limit=remaining, fleet=fleet)
+        explain = to_query_string(numa.fallback)
+        found.extend(
+            RankedCandidate(c, result.fleet, None, explain, True) for c in result.candidates
+        )
+    return _named(found, index)
 
 
 def flavor_candidates(
@@ -188,42 +203,19 @@ def flavor_candidates(
     index_cache: CellIndexCache | None = None,
     exhaustive: bool = False,
     aliases: Mapping[str, PciAlias] | None = None,
-    request: FlavorRequest | None = None,
 ) -> list[RankedCandidate]:
-    """Ranked candidates for a Nova flavor (see the module docstring). Raises ``InvalidFlavor``.
-    ``index`` (cell ids, distances, host names, sockets) is read from ``database`` unless
-    given (through ``index_cache`` when given); ``exhaustive`` runs the reference path (same
-    answer, slower); ``aliases``: the ``[pci] alias`` table; ``request``: the flavor already
-    resolved (``flavor_request``), so a caller that searches several times resolves once."""
-    if request is None:
-        request = flavor_request(flavor, image, options, aliases)
-    policy = request.topology_policy
-    if policy is not None and not policy.admits(request.numa_nodes):
-        return []  # single-numa-node and a guest fixed at more than one cell
-    translated = translate(request)
-    limit = options.limit
-    fleet = engine.snapshot()
-    index = index if index is not None else _cell_index(database, index_cache, fleet)
-    ready = runnable(translated, fleet)
-    if ready is None:  # requires a trait no provider can have: a valid flavor, no candidates
-        return []
-    numa = ready
-    if numa.topology is None:  # no NUMA request: non-NUMA hosts only, engine order
-        result = engine.search(numa.search_query, limit=limit, fleet=fleet)
-        explain = to_query_string(numa.search_query)
-        return _named(
-            [RankedCandidate(c, result.fleet, None, explain) for c in result.candidates], index
-        )
-
-    found = _numa_found(engine, request, numa, index, options, fleet, exhaustive)
-    if numa.fallback is not None and (limit is None or len(found) < limit):
-        remaining = None if limit is None else limit - len(found)
-        result = engine.search(numa.fallback, limit=remaining, fleet=fleet)
-        explain = to_query_string(numa.fallback)
-        found.extend(
-            RankedCandidate(c, result.fleet, None, explain, True) for c in result.candidates
-        )
-    return _named(found, index)
+    """Ranked candidates for a Nova flavor: ``numa_request`` (``aliases``: the ``[pci] alias``
+    table), ``search_plan``, then ``plan_candidates`` (the other arguments as there). Raises
+    ``InvalidFlavor`` (400)."""
+    plan = search_plan(numa_request(flavor, image, options, aliases=aliases))
+    return plan_candidates(
+        database=database,
+        engine=engine,
+        plan=plan,
+        index=index,
+        index_cache=index_cache,
+        exhaustive=exhaustive,
+    )
 
 
 def query_candidates(

@@ -18,6 +18,7 @@ from placement_numa.numa.engine_rank import CellIndex, NumaRanker
 from placement_numa.numa.explain import explain as explain_numa
 from placement_numa.numa.memory_rule import memory_accept
 from placement_numa.numa.ranking import NumaScore
+from placement_numa.numa.request import NumaOptions
 from placement_numa.numa.translate import NumaQuery
 from placement_numa.numa.unknown_traits import known_traits_only
 
@@ -35,23 +36,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class NumaOptions:
-    """``limit`` (``None`` = all), ``prefer_closest_numa_nodes`` (KEP-3545, default on),
-    ``distribute_cpus_across_numa`` (KEP-2902, default off), ``every_ordering`` (default off:
-    guest cells with identical requests are interchangeable, so each distinct set of host
-    cells is returned once; on: every assignment of guest cells to them, as GET does) and
-    ``diversify`` (default on: the best candidate of every host, in rank order, before the
-    second best of any host, so a ``limit`` answer offers alternates on distinct hosts);
-    ``topology_policy``: the Topology Manager policy (``none``, ``best-effort``,
-    ``restricted``, ``single-numa-node``; ``None``: Nova's flavor semantics)."""
-
-    limit: int | None = None
-    prefer_closest: bool = True
-    distribute: bool = False
-    every_ordering: bool = False
-    diversify: bool = True
-    topology_policy: str | None = None
+DEFAULT_OPTIONS = NumaOptions()
 
 
 def rounds(found: list[RankedCandidate]) -> list[RankedCandidate]:
@@ -173,7 +158,7 @@ def search_bounded(
     limit: int | None,
     roots: Collection[str] | None = None,
     fleet: FleetSnapshot | None = None,
-    options: NumaOptions = NumaOptions(),
+    options: NumaOptions = DEFAULT_OPTIONS,
 ) -> tuple[list[RankedCandidate], FleetSnapshot]:
     """The first ``limit`` ranked candidates (all with ``None``) of ``numa``'s search query,
     anchored at ``roots`` (uuids; ``None``: any), guest cells on distinct host cells; roots
@@ -206,7 +191,7 @@ def search_exhaustive(
     ranker: NumaRanker,
     limit: int | None,
     fleet: FleetSnapshot | None = None,
-    options: NumaOptions = NumaOptions(),
+    options: NumaOptions = DEFAULT_OPTIONS,
 ) -> list[RankedCandidate]:
     """The exhaustive reference of ``search_bounded`` (every candidate ranked)."""
     query = numa.search_query

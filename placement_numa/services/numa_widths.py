@@ -12,13 +12,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from placement_numa.engine import CandidateEngine, FleetSnapshot
-from placement_numa.numa.distribute import cpu_splits, widths_to_try
 from placement_numa.numa.engine_rank import CellIndex
+from placement_numa.numa.plan import MAX_DISTRIBUTE_CELLS, SearchPlan
 from placement_numa.numa.ranking import rank_key
-from placement_numa.numa.request import FlavorRequest
-from placement_numa.numa.translate import NumaQuery, translate
+from placement_numa.numa.request import NumaOptions
+from placement_numa.numa.translate import NumaQuery
 from placement_numa.services.numa_search import (
-    NumaOptions,
     RankedCandidate,
     in_tree,
     numa_cells,
@@ -31,28 +30,12 @@ from placement_numa.services.numa_search import (
 
 __all__ = ["MAX_DISTRIBUTE_CELLS", "distributed", "distributed_bounded"]
 
-# KEP-2902 tries 1..N cells; hosts rarely have more than 8 cells per socket pair.
-MAX_DISTRIBUTE_CELLS = 16
 
-
-def _splits(request: FlavorRequest, options: NumaOptions, width: int) -> list[tuple[int, ...]]:
-    """The CPU splits tried at ``width``: the even one only (KEP-2902, and Nova's flavor
-    semantics), or, for ``restricted``/``best-effort`` without ``distribute_cpus_across_numa``,
-    every split the most even first (``cpu_splits``)."""
-    policy = request.topology_policy
-    uneven = policy is not None and policy.widths != "flavor" and not options.distribute
-    if width == 1 or not uneven:
-        return [()]
-    return cpu_splits(request.flavor.vcpus, width)
-
-
-def _attempt(
-    request: FlavorRequest, width: int, split: tuple[int, ...], fleet: FleetSnapshot
-) -> NumaQuery | None:
-    """The runnable query of ``request`` at ``width`` cells with CPUs ``split`` (``()``:
-    even), or ``None`` when it cannot run."""
-    ready = runnable(translate(request, cell_count=width, cpu_split=split or None), fleet)
-    return ready if ready is not None and ready.search is not None else None
+def _runnable_attempts(plan: SearchPlan, width: int, fleet: FleetSnapshot) -> list[NumaQuery]:
+    """The runnable queries of ``plan`` at ``width`` cells, one per CPU split that can run on
+    ``fleet`` (``plan.attempts``, each checked by ``runnable``)."""
+    ready = (runnable(attempt, fleet) for attempt in plan.attempts(width))
+    return [r for r in ready if r is not None and r.search is not None]
 
 
 def _by_rank(found: list[RankedCandidate], options: NumaOptions) -> list[RankedCandidate]:
@@ -125,37 +108,32 @@ def _ranked_widths(
 
 def distributed_bounded(
     engine: CandidateEngine,
-    request: FlavorRequest,
+    plan: SearchPlan,
     index: CellIndex,
     options: NumaOptions,
     fleet: FleetSnapshot,
-    *,
-    every: bool = False,
 ) -> list[RankedCandidate]:
     """KEP-2902 over the fleet, with the answer of ``distributed``: width 1 over every host;
     then, for each wider width, the hosts not placed yet that have that many NUMA cells and
-    enough free CPUs in total. Each width (each CPU split of it, ``_splits``: a split is
+    enough free CPUs in total. Each width (each CPU split of it, ``SearchPlan.splits``: a split is
     searched only on the hosts the more even ones did not place with aligned devices) is one
     bounded ranked search (``search_bounded``) asked only for the candidates still missing,
     so a wider width is searched only when the narrower ones gave fewer than ``limit`` aligned
     candidates (and then they gave all theirs, so the placed hosts are known).
 
-    ``every`` (``topology_policy=best-effort``): every width of every host, placed or not, all
-    ranked together (aligned, then narrowest first), then ``limit``. A host placed only with
+    ``plan.every`` (``topology_policy=best-effort``): every width of every host, placed or not,
+    all ranked together (aligned, then narrowest first), then ``limit``. A host placed only with
     unaligned devices is searched at wider widths too, and the widths are then ranked together
     (``_ranked_widths``)."""
+    every = plan.every
     limit = None if every else options.limit
     found: list[RankedCandidate] = []
     placed: set[str] = set()
     cells_of: dict[int, list[int]] = {}
-    for width in widths_to_try(request.flavor.vcpus, MAX_DISTRIBUTE_CELLS):
+    for width in plan.widths():
         remaining = None if limit is None else limit - _aligned_count(found)
         batch: list[RankedCandidate] = []
-        splits = _splits(request, options, width)
-        for split in splits:
-            attempt = _attempt(request, width, split, fleet)
-            if attempt is None:
-                continue
+        for attempt in _runnable_attempts(plan, width, fleet):
             ranker = ranker_for(index, attempt, options)
             roots = None
             if width > 1:
@@ -172,7 +150,7 @@ def distributed_bounded(
                 engine, attempt, ranker, remaining, roots=roots, fleet=fleet, options=options
             )
             batch.extend(more)
-        if len(splits) > 1:
+        if len(plan.splits(width)) > 1:
             batch = _by_rank(batch, options)[:remaining]
         placed |= _hosts(batch, aligned=True)
         found.extend(batch)
@@ -183,29 +161,25 @@ def distributed_bounded(
 
 def distributed(
     engine: CandidateEngine,
-    request: FlavorRequest,
+    plan: SearchPlan,
     index: CellIndex,
     options: NumaOptions,
     fleet: FleetSnapshot,
-    *,
-    every: bool = False,
 ) -> list[RankedCandidate]:
     """KEP-2902 over the fleet: width 1 over every host; then, for each wider width, only the
     hosts not placed yet that have that many NUMA cells and enough free CPUs in total (each
-    searched with ``in_tree``, at each CPU split of ``_splits`` until one places it), so a host
-    is reported at its narrowest width only and the search never enumerates wide splits of
-    hosts that already fit narrower. Stops at ``limit``. The exhaustive reference of
-    ``distributed_bounded`` (``every``: as there)."""
+    searched with ``in_tree``, at each CPU split of ``SearchPlan.splits`` until one places
+    it), so a host is reported at its narrowest width only and the search never enumerates
+    wide splits of hosts that already fit narrower. Stops at ``limit``. The exhaustive reference of
+    ``distributed_bounded`` (``plan.every``: as there)."""
+    every = plan.every
     limit = None if every else options.limit
     found: list[RankedCandidate] = []
     placed: set[str] = set()
     cells_of: dict[int, list[int]] = {}
-    for width in widths_to_try(request.flavor.vcpus, MAX_DISTRIBUTE_CELLS):
+    for width in plan.widths():
         batch: list[RankedCandidate] = []
-        for split in _splits(request, options, width):
-            attempt = _attempt(request, width, split, fleet)
-            if attempt is None:
-                continue
+        for attempt in _runnable_attempts(plan, width, fleet):
             ranker = ranker_for(index, attempt, replace(options, limit=None))
             if width == 1:
                 batch = search_exhaustive(engine, attempt, ranker, None, fleet, options)

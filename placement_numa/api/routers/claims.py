@@ -36,9 +36,7 @@ from placement_numa.api.schemas.claims import ClaimBody
 from placement_numa.api.schemas.numa_candidates import query_from_json
 from placement_numa.api.schemas.ranked_candidates import allocation_request
 from placement_numa.errors import BadRequest
-from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.services import claims as service
-from placement_numa.services.numa_candidates import NumaOptions
 
 __all__ = ["router"]
 
@@ -88,19 +86,15 @@ def post_claim(
         consumer_type=data.consumer_type,
         alternates=data.alternates,
     )
-    options = NumaOptions(
-        prefer_closest=data.prefer_closest_numa_nodes,
-        distribute=data.distribute_cpus_across_numa,
-        topology_policy=data.topology_policy,
-    )
+    options = data.numa_options()
     window = data.limit or service.DEFAULT_WINDOW
     if data.flavor is not None:
-        flavor = Flavor(**data.flavor.model_dump())
+        flavor, image = data.flavor_and_image()
         claimed = service.claim_for_flavor(
             database=database,
             engine=engine,
             flavor=flavor,
-            image=ImageProperties(data.image_properties()) if data.image else None,
+            image=image,
             options=options,
             request=claim,
             window=window,

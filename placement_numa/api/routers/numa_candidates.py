@@ -42,7 +42,6 @@ from placement_numa.api.pci_aliases import aliases_for
 from placement_numa.api.responses import PlacementJSONResponse, json_response
 from placement_numa.api.schemas.numa_candidates import NumaCandidatesBody, query_from_json
 from placement_numa.api.schemas.ranked_candidates import render_ranked
-from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.services import numa_candidates as service
 
 __all__ = ["router"]
@@ -68,17 +67,9 @@ def post_allocation_candidates(
     """Translate the flavor (Nova spec), search with NUMA ranking (width, KEP-3545 distance,
     KEP-2902 spread), answer in the 1.39 shape with a ``numa`` block per candidate."""
     data = validate(NumaCandidatesBody, body)
-    options = service.NumaOptions(
-        limit=data.limit,
-        prefer_closest=data.prefer_closest_numa_nodes,
-        distribute=data.distribute_cpus_across_numa,
-        every_ordering=data.every_ordering,
-        diversify=data.diversify,
-        topology_policy=data.topology_policy,
-    )
+    options = data.numa_options()
     if data.flavor is not None:
-        flavor = Flavor(**data.flavor.model_dump())
-        image = ImageProperties(data.image_properties()) if data.image else None
+        flavor, image = data.flavor_and_image()
         found = service.flavor_candidates(
             database=database,
             engine=engine,

@@ -27,6 +27,8 @@ from placement_numa.api import microversion as mv
 from placement_numa.api.query import parse_in_tree, parse_member_of, parse_required, parse_resources
 from placement_numa.domain.request_groups import CandidateQuery, RequestGroup
 from placement_numa.errors import BadRequest
+from placement_numa.numa.flavor import Flavor, ImageProperties
+from placement_numa.numa.request import NumaOptions
 
 __all__ = ["FlavorBody", "NumaCandidatesBody", "query_from_json"]
 
@@ -100,6 +102,23 @@ class NumaCandidatesBody(BaseModel):
         if self.image is not None and self.flavor is None:
             raise ValueError("'image' goes with 'flavor'")
         return self
+
+    def numa_options(self) -> NumaOptions:
+        """The request's options, whole (``numa.request.NumaOptions``)."""
+        return NumaOptions(
+            limit=self.limit,
+            prefer_closest=self.prefer_closest_numa_nodes,
+            distribute=self.distribute_cpus_across_numa,
+            every_ordering=self.every_ordering,
+            diversify=self.diversify,
+            topology_policy=self.topology_policy,
+        )
+
+    def flavor_and_image(self) -> tuple[Flavor, ImageProperties | None]:
+        """The flavor form as the pipeline's input values (call only with ``flavor`` given)."""
+        assert self.flavor is not None
+        image = ImageProperties(self.image_properties()) if self.image else None
+        return Flavor(**self.flavor.model_dump()), image
 
     def image_properties(self) -> dict[str, Any]:
         """The image properties as a flat dict (``properties`` unwrapped)."""
