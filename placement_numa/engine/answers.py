@@ -19,7 +19,15 @@ import numpy
 from placement_numa.engine.fleet import FleetSnapshot
 from placement_numa.engine.plan import QueryPlan
 
-__all__ = ["MAX_SUMS", "memo_of", "per_snapshot", "query_key", "room_codes"]
+__all__ = [
+    "MAX_SUMS",
+    "amounts_key",
+    "memo_of",
+    "per_snapshot",
+    "query_key",
+    "room_code_array",
+    "room_codes",
+]
 
 # room codes are given up for a class whose amounts add up in more ways than this
 MAX_SUMS = 64
@@ -104,22 +112,36 @@ def room_codes(plan: QueryPlan) -> list[int] | None:
     same codes have the same answer up to renaming (the snapshot's room columns, vectorised).
     ``None`` when some class's amounts add up in more than ``MAX_SUMS`` ways.
     """
-    fleet = plan.fleet
+    key = amounts_key(plan)
+    kept = per_snapshot(plan.fleet, "codes")
+    if key in kept:
+        found: list[int] | None = kept[key]
+        return found
+    array = room_code_array(plan)
+    found = kept[key] = None if array is None else array.tolist()
+    return found
+
+
+def amounts_key(plan: QueryPlan) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """The plan's requested amounts per class, sorted: what its room codes depend on."""
     amounts: dict[str, list[int]] = {}
     for slot in plan.slots:
         for rc, amount in slot.resources:
             amounts.setdefault(rc, []).append(amount)
-    key = tuple((rc, tuple(sorted(amounts[rc]))) for rc in sorted(amounts))
-    kept = per_snapshot(fleet, "codes")
-    if key in kept:
-        found: list[int] | None = kept[key]
-        return found
-    found = kept[key] = _room_codes(fleet, amounts)
-    return found
+    return tuple((rc, tuple(sorted(amounts[rc]))) for rc in sorted(amounts))
 
 
-def _room_codes(fleet: FleetSnapshot, amounts: dict[str, list[int]]) -> list[int] | None:
-    """``room_codes`` computed (see there)."""
+def room_code_array(plan: QueryPlan) -> Any:
+    """``room_codes`` as an int64 numpy array (or ``None``), kept per snapshot and amounts."""
+    key = amounts_key(plan)
+    kept = per_snapshot(plan.fleet, "code-arrays")
+    if key not in kept:
+        kept[key] = _room_codes(plan.fleet, {rc: list(a) for rc, a in key})
+    return kept[key]
+
+
+def _room_codes(fleet: FleetSnapshot, amounts: dict[str, list[int]]) -> Any:
+    """``room_codes`` computed as an int64 array (see there)."""
     codes = numpy.zeros(len(fleet.providers), dtype=numpy.int64)
     span = 1
     for rc in sorted(amounts):
@@ -134,5 +156,4 @@ def _room_codes(fleet: FleetSnapshot, amounts: dict[str, list[int]]) -> list[int
             return None
         found = numpy.searchsorted(levels, fleet.room_column(rc), side="right")
         codes = codes * (len(levels) + 1) + found
-    result: list[int] = codes.tolist()
-    return result
+    return codes

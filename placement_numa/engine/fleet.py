@@ -131,6 +131,13 @@ class FleetSnapshot:
         # answers of queries per tree profile, in member positions (``engine/replay.py``,
         # ``AnswerMemo``): content-keyed like the profile ids, so shared with the same tables
         self.answer_memo: dict[object, Any] = {}
+        # roots grouped by tree shape as numpy arrays (``engine.root_classes.tree_layout``),
+        # built on first use; patches that keep every tree's members and shape carry it over
+        self.tree_layout: Any = None
+        # what the layers above derive from snapshots, keyed by them (e.g. the NUMA host view
+        # per revision): shared by every snapshot patched from one full build, like
+        # ``answer_memo``, so a view of one revision can be derived for the next
+        self.derived: dict[object, Any] = {}
 
     def _root_profile(self, members: list[int]) -> int:
         """The id of the look of a tree (``members``): equal for trees alike member by member

@@ -84,7 +84,14 @@ def replace_trees(
     new.root_profiles = _patched_profiles(
         old.root_profiles, "root_profiles" in movable, old_roots, new_trees, new._root_profile
     )
+    shapes_before = {root: old.shape_profiles.get(root) for root in old_roots}
     _patch_shapes(new, old, old_roots, new_trees, movable)
+    new.tree_layout = (
+        old.tree_layout
+        if same_places
+        and all(new.shape_profiles.get(root) == shape for root, shape in shapes_before.items())
+        else None
+    )
     if same_places and all(
         info.aggregates == before[info.index].aggregates
         and info.sharing == before[info.index].sharing
@@ -171,6 +178,7 @@ _NEVER_PATCHED = (
     "_provider_shape_ids",
     "_root_shape_ids",
     "answer_memo",
+    "derived",
 )
 # the structural indexes, unchanged when no provider came, went or moved
 _STRUCTURE = (

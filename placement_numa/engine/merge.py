@@ -8,8 +8,9 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from placement_numa.engine.bounded_roots import bounded_roots
 from placement_numa.engine.candidates import Candidate
-from placement_numa.engine.replay import RankBoundFn, RootSearch, RootView
+from placement_numa.engine.replay import RankBoundFn, RootSearch
 
 __all__ = ["round_robin", "merge_ranked", "Counter"]
 
@@ -81,18 +82,8 @@ def merge_ranked(
     ``diversify``, rounds: each root's best candidate in rank order, then each root's second
     best, and so on. Stops searching new roots once the cap is spent.
     """
-    fleet = searcher.plan.fleet
-    sharing_roots = fleet.roots_with_sharing
-    pending: list[tuple[Any, int, int]] = []  # (bound, order, root)
     first: list[tuple[int, int]] = []  # (order, root): searched before any bound applies
-    for order, root in enumerate(roots):
-        if bound is None or root in sharing_roots:
-            first.append((order, root))
-            continue
-        key = bound(RootView(searcher, root))
-        if key is not None:
-            pending.append((key, order, root))
-    pending.sort(key=lambda item: (item[0], item[1]))
+    pending = bounded_roots(searcher, roots, bound, first)  # (bound, order, root), sorted
     heap: list[tuple[Any, int, int, Candidate]] = []  # (key, order, seq, candidate)
     streams: dict[int, Iterator[tuple[Any, Candidate]]] = {}
     later: list[int] = []  # diversify: roots whose next candidate waits for the next round

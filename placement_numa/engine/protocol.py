@@ -23,6 +23,7 @@ __all__ = [
     "StaticFleetSource",
     "RankFn",
     "RankBoundFn",
+    "ClassedRankBound",
     "RootBoundView",
     "PlanShape",
     "SlotShape",
@@ -103,6 +104,23 @@ class RootBoundView(Protocol):
 # ``bound(view) -> key``: a lower bound of the rank key (``RankFn``) of every candidate anchored
 # at ``view.root`` (``None`` only when the root provably has no candidate).
 RankBoundFn = Callable[[RootBoundView], Any]
+
+
+class ClassedRankBound(Protocol):
+    """A ``RankBoundFn`` that also says which roots look alike to it (optional; the engine
+    reads ``root_classes`` when the bound has it): ``root_classes(fleet)`` is an int64 numpy
+    array over ``fleet``'s provider indices, equal for two roots whose bounds are equal
+    whenever the engine finds their trees alike (``RootBoundView.profile``-alike: same options
+    position by position), -1 for a root it cannot class, or ``None`` (bound every root).
+    The engine then calls the bound once per class (``engine.bounded_roots``)."""
+
+    def __call__(self, view: RootBoundView) -> Any:
+        """The bound of ``view.root`` (``RankBoundFn``)."""
+        ...
+
+    def root_classes(self, fleet: FleetSnapshot) -> Any:
+        """Per provider index of ``fleet``: the bound's class of each root (see above)."""
+        ...
 
 
 class SearchOptions(TypedDict, total=False):

@@ -13,19 +13,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-
-import os_traits
+from typing import Any
 
 from placement_numa.engine.candidates import Candidate, Layout
 from placement_numa.engine.fleet import FleetSnapshot
 from placement_numa.engine.protocol import RootBoundView
+from placement_numa.numa.host_view import HostView, host_view
 from placement_numa.numa.rank_bound import relaxed_best_key
 from placement_numa.numa.rank_distance import Distances
 from placement_numa.numa.ranking import HostCells, NumaScore, rank_key, score
 
-__all__ = ["CellIndex", "NumaRanker"]
-
-HW_NUMA_ROOT = os_traits.HW_NUMA_ROOT
+__all__ = ["CellIndex", "NumaBound", "NumaRanker"]
 
 
 @dataclass(frozen=True)
@@ -63,12 +61,8 @@ class NumaRanker:
         self.distinct = distinct
         self.device_classes = device_classes
         self.align_devices = align_devices
-        self._shapes: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
-        # per root: (cell provider index -> cell id, HostCells, host class)
-        self._hosts: dict[int, tuple[dict[int, int], HostCells, int]] = {}
-        # host classes: hosts with equal free CPUs per cell id and equal distances score alike
-        self._classes: dict[tuple[object, ...], int] = {}
-        self._class_count = 0
+        self._view: tuple[FleetSnapshot, HostView] | None = None
+        self.bound = NumaBound(self)
         self._cells: dict[int, int | None] = {}
         self._ranked: dict[
             tuple[int, tuple[tuple[int, int], ...], tuple[int | None, ...]],
@@ -76,48 +70,18 @@ class NumaRanker:
         ] = {}
         self._resourceless: dict[int, tuple[Layout, tuple[int, ...]]] = {}
 
+    def view(self, fleet: FleetSnapshot) -> HostView:
+        """The NUMA host view of ``fleet`` for this query's CPU classes (``numa.host_view``:
+        kept per snapshot, derived per changed tree)."""
+        found = self._view
+        if found is None or found[0] is not fleet:
+            found = self._view = (fleet, host_view(fleet, self.index, self.cpu_classes))
+        return found[1]
+
     def _host(self, fleet: FleetSnapshot, root: int) -> tuple[dict[int, int], HostCells, int]:
-        """(cell provider index -> cell id, HostCells, host class) of one tree, cached per root."""
-        cached = self._hosts.get(root)
-        if cached is not None:
-            return cached
-        members = fleet.tree.get(root, [])
-        # cell positions and free CPUs are the same for look-alike trees (same profile)
-        profile = fleet.root_profiles.get(root)
-        shape = self._shapes.get(profile) if profile is not None else None
-        if shape is None:
-            providers = fleet.providers
-            positions = tuple(
-                k for k, i in enumerate(members) if HW_NUMA_ROOT in providers[i].traits
-            )
-            frees = tuple(
-                sum(providers[members[k]].free(rc) for rc in self.cpu_classes) for k in positions
-            )
-            shape = (positions, frees)
-            if profile is not None:
-                self._shapes[profile] = shape
-        positions, frees = shape
-        cell_ids, uuids = self.index.cell_ids, fleet.uuids
-        ids: dict[int, int] = {}
-        for order, k in enumerate(positions):
-            cell = members[k]
-            cell_id = cell_ids.get(uuids[cell])
-            ids[cell] = cell_id if cell_id is not None else order
-        free = {ids[members[k]]: f for k, f in zip(positions, frees, strict=True)}
-        host = HostCells(free, self.index.distances.get(uuids[root]))
-        matrix = host.distances
-        frozen = (
-            None
-            if matrix is None
-            else tuple(sorted((i, tuple(sorted(row.items()))) for i, row in matrix.items()))
-        )
-        key = (tuple(sorted(free.items())), frozen)
-        number = self._classes.get(key, -1)
-        if number < 0:  # one dict lookup per host (not a scan of the hosts seen so far)
-            number = self._classes[key] = self._class_count
-            self._class_count += 1
-        found = self._hosts[root] = (ids, host, number)
-        return found
+        """(cell provider index -> cell id, HostCells, host class) of one tree (the host
+        view's)."""
+        return self.view(fleet).host(fleet, root)
 
     def _cell_of(self, fleet: FleetSnapshot, ids: Mapping[int, int], provider: int) -> int | None:
         """The host cell id at or above ``provider`` (cached per provider)."""
@@ -200,8 +164,8 @@ class NumaRanker:
         host class and cell usage)."""
         return self._scored(candidate, fleet)[0]
 
-    def bound(self, view: RootBoundView) -> tuple[object, ...] | None:
-        """The engine's ``rank_bound`` hook: a lower bound of the rank key of every candidate
+    def bound_of(self, view: RootBoundView) -> tuple[object, ...] | None:
+        """``bound`` for one root: a lower bound of the rank key of every candidate
         anchored at ``view.root`` (the exact best key for ``translate``'s NUMA queries), or
         ``None`` when the root has no candidate. Memoised per search for roots with the same
         look-alike profile, cell ids and distance matrix."""
@@ -249,3 +213,23 @@ class NumaRanker:
     def as_hook(self) -> Callable[[Candidate, FleetSnapshot], tuple[object, ...]]:
         """``rank`` as a plain ``engine.RankFn``."""
         return self.rank
+
+
+class NumaBound:
+    """``NumaRanker.bound``, the engine's ``rank_bound`` hook (``engine.ClassedRankBound``):
+    called with a ``RootBoundView``, ``NumaRanker.bound_of``; ``root_classes(fleet)``: the host
+    view's bound classes (cell ids and host class per root), so the engine bounds one root per
+    class of look-alike roots."""
+
+    __slots__ = ("ranker",)
+
+    def __init__(self, ranker: NumaRanker) -> None:
+        self.ranker = ranker
+
+    def __call__(self, view: RootBoundView) -> tuple[object, ...] | None:
+        """The best key ``view.root`` can offer (``NumaRanker.bound_of``)."""
+        return self.ranker.bound_of(view)
+
+    def root_classes(self, fleet: FleetSnapshot) -> Any:
+        """Per provider index of ``fleet``: the root's bound class (-1: not a root)."""
+        return self.ranker.view(fleet).bound_classes

@@ -1,0 +1,158 @@
+"""The NUMA flavor path at fleet scale, in process through the real app (``TestClient``).
+
+Fleet: ``benchmarks/scale.py``'s mixed one (``--hosts`` compute nodes x 2 NUMA cells x 4K and
+2M page-size children, mixed sizes, about 60% of the hosts with one to three instances),
+SQLite, seeded once into ``--db`` and reused.
+
+Times, p50 over ``--repeat`` runs with wall (``time.perf_counter``) and CPU
+(``time.process_time``) ms and the load average beside them:
+
+* ``POST /allocation_candidates`` with a two-cell flavor (``hw:numa_nodes=2``, dedicated CPUs)
+  at ``limit=10`` and ``limit=1000``, repeated (the same flavor again) and first-time (a flavor
+  size not asked before in this process);
+* a one-cell flavor (``hw:numa_nodes=1``) at ``limit=10``, first-time;
+* ``POST /allocation_candidates/claim`` with the two-cell flavor (a new consumer each time, so
+  every claim writes and the next search sees a changed tree).
+
+``--profile``: cProfile of the first-time two-cell query at ``limit=10`` (top 25 by cumulative).
+
+    python benchmarks/numa_scale.py --hosts 10000 --db /tmp/pn-scale-10000.sqlite
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import itertools
+import multiprocessing
+import os
+import pstats
+import statistics
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from fastapi.testclient import TestClient
+from scale import seed_mixed  # benchmarks/scale.py
+
+from placement_numa.api.cell_index_dep import cell_index_for_state
+from placement_numa.api.engine_dep import engine_for_state
+from placement_numa.app import create_app, prepare_database
+from placement_numa.numa.flavor import Flavor
+from placement_numa.services import numa_candidates
+from placement_numa.settings import Settings
+
+HEADERS = {
+    "x-auth-token": "admin",
+    "openstack-api-version": "placement 1.39",
+    "content-type": "application/json",
+}
+_sizes = itertools.count(1)
+
+
+def flavor(cells: int, *, fresh: bool) -> dict[str, Any]:
+    """A dedicated-CPU flavor of ``cells`` guest cells; ``fresh``: a memory size not asked
+    before in this process (so no kept answer serves it)."""
+    memory = 2048 + (128 * next(_sizes) if fresh else 0)
+    return {
+        "vcpus": 2 * cells,
+        "memory_mb": memory * cells,
+        "extra_specs": {"hw:numa_nodes": str(cells), "hw:cpu_policy": "dedicated"},
+    }
+
+
+def timed(action: Callable[[], Any], repeat: int) -> tuple[float, float]:
+    """p50 wall ms, p50 CPU ms of ``repeat`` runs of ``action``."""
+    walls, cpus = [], []
+    for _ in range(repeat):
+        w, c = time.perf_counter(), time.process_time()
+        action()
+        cpus.append((time.process_time() - c) * 1000)
+        walls.append((time.perf_counter() - w) * 1000)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def profiled(app: Any, body: dict[str, Any], limit: int) -> None:
+    """cProfile of the flavor service (what the handler calls), top 30 by cumulative time."""
+    state = app.state
+    profile = cProfile.Profile()
+    profile.enable()
+    numa_candidates.flavor_candidates(
+        database=state.database,
+        engine=engine_for_state(state),
+        flavor=Flavor(**body),
+        image=None,
+        options=numa_candidates.NumaOptions(limit=limit),
+        index_cache=cell_index_for_state(state),
+    )
+    profile.disable()
+    pstats.Stats(profile).sort_stats("cumulative").print_stats(30)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--hosts", type=int, default=10_000)
+    parser.add_argument("--db", default=None, help="SQLite file (seeded when missing)")
+    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+    db_path = args.db or f"/tmp/pn-scale-{args.hosts}.sqlite"
+    url = f"sqlite:///{db_path}"
+    if not os.path.exists(db_path):
+        prepare_database(Settings(database_url=url))
+        seeding = multiprocessing.get_context("fork").Process(
+            target=seed_mixed, args=(db_path, args.hosts)
+        )
+        seeding.start()
+        seeding.join()
+        if seeding.exitcode != 0:
+            raise SystemExit("seeding failed")
+    app = create_app(Settings(database_url=url, auth_strategy="noauth2"))
+    with TestClient(app) as client:
+
+        def post(path: str, body: dict[str, Any]) -> Callable[[], None]:
+            def action() -> None:
+                answer = client.post(path, json=body, headers=HEADERS)
+                assert answer.status_code == 200, answer.text
+
+            return action
+
+        def first_time(cells: int, limit: int) -> Callable[[], None]:
+            def action() -> None:
+                body = {"flavor": flavor(cells, fresh=True), "limit": limit}
+                post("/allocation_candidates", body)()
+
+            return action
+
+        def claim() -> None:
+            body = {
+                "flavor": flavor(2, fresh=False),
+                "consumer_uuid": str(uuid.uuid4()),
+                "consumer_generation": None,
+                "project_id": "bench",
+                "user_id": "bench",
+            }
+            post("/allocation_candidates/claim", body)()
+
+        post("/allocation_candidates", {"flavor": flavor(2, fresh=False), "limit": 10})()
+        if args.profile:
+            profiled(app, flavor(2, fresh=True), 10)
+        cases: dict[str, Callable[[], None]] = {}
+        for limit in (10, 1000):
+            body = {"flavor": flavor(2, fresh=False), "limit": limit}
+            cases[f"two-cell, limit {limit}, repeated"] = post("/allocation_candidates", body)
+            cases[f"two-cell, limit {limit}, first-time"] = first_time(2, limit)
+        cases["one-cell, limit 10, first-time"] = first_time(1, 10)
+        cases["claim, two-cell"] = claim
+        print(f"{args.hosts} hosts; load average {os.getloadavg()[0]:.2f} at start")
+        print(f"{'case':<38}{'p50 wall ms':>13}{'p50 CPU ms':>12}{'load':>7}")
+        for name, action in cases.items():
+            action()
+            wall, cpu = timed(action, args.repeat)
+            print(f"{name:<38}{wall:>13.1f}{cpu:>12.1f}{os.getloadavg()[0]:>7.2f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

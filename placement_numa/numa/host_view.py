@@ -1,0 +1,169 @@
+"""One NUMA host view per snapshot: every host's cells as ranking sees them, built once.
+
+For a ``FleetSnapshot``, a ``CellIndex`` (cell ids, distance matrices: what SQL knows) and the
+CPU classes a query counts, ``HostView`` holds per root (compute node):
+
+* ``ids``: cell provider index -> host cell id (from the cell provider's name
+  ``<host>_NUMA<id>``, else its order among the tree's ``HW_NUMA_ROOT`` providers);
+* ``HostCells``: free CPUs per cell id (the classes asked) and the host's SLIT matrix;
+* a host class number: equal for hosts with equal free CPUs per cell id and equal distances
+  (they score any cell usage alike), and a bound class (cell ids in tree order and host class:
+  the rank bound's look of a host, ``NumaRanker.bound``) as an int64 column over provider
+  indices, for the engine's classed bound (``engine.bounded_roots``).
+
+It is built once per full snapshot and CPU classes (O(hosts)), then derived for every snapshot
+patched from it by recomputing only the trees the refresh replaced
+(``FleetSnapshot.replaced_roots``), so a request after a write pays for the trees that changed
+(issue 30). Views are kept on the snapshot's lineage (``FleetSnapshot.derived``, shared by
+snapshots patched from one full build), a few revisions per CPU classes.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+import numpy
+import os_traits
+
+from placement_numa.engine.fleet import FleetSnapshot
+from placement_numa.numa.ranking import HostCells
+
+if TYPE_CHECKING:
+    from placement_numa.numa.engine_rank import CellIndex
+
+__all__ = ["HostView", "HostEntry", "host_view"]
+
+HW_NUMA_ROOT = os_traits.HW_NUMA_ROOT
+# views kept per CPU classes (the newest revisions)
+KEPT_REVISIONS = 4
+_LOCK = threading.Lock()
+
+# (cell provider index -> cell id, the host's cells, host class number)
+HostEntry = tuple[dict[int, int], HostCells, int]
+
+
+class _Tables:
+    """Content-keyed numbering shared by the views of one lineage (append-only): cell
+    positions and free CPUs per root profile, host classes, bound classes."""
+
+    def __init__(self) -> None:
+        self.shapes: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        self.host_classes: dict[tuple[object, ...], int] = {}
+        self.bound_classes: dict[tuple[object, ...], int] = {}
+
+
+class HostView:
+    """The NUMA host view of one snapshot, one ``CellIndex`` and one set of CPU classes (see
+    the module docstring). ``host(root)``: the root's ``HostEntry``; ``bound_classes``: int64
+    per provider index (-1: not a root)."""
+
+    def __init__(
+        self,
+        fleet: FleetSnapshot,
+        index: CellIndex,
+        cpu_classes: tuple[str, ...],
+        tables: _Tables,
+        base: HostView | None = None,
+    ) -> None:
+        self.revision = fleet.revision
+        self.index = index
+        self.cpu_classes = cpu_classes
+        self.tables = tables
+        size = len(fleet.providers)
+        self.bound_classes: Any = numpy.full(size, -1, dtype=numpy.int64)
+        if base is None:
+            self.hosts: dict[int, HostEntry] = {}
+            for root in fleet.roots:
+                self._add(fleet, root)
+            return
+        self.hosts = dict(base.hosts)
+        self.bound_classes[: len(base.bound_classes)] = base.bound_classes[:size]
+        for root in fleet.replaced_roots:
+            self.hosts.pop(root, None)
+            self.bound_classes[root] = -1
+            if root in fleet.tree and fleet.providers[root].parent < 0:
+                self._add(fleet, root)
+
+    def host(self, fleet: FleetSnapshot, root: int) -> HostEntry:
+        """The ``HostEntry`` of ``root`` (computed now for a root the view does not hold)."""
+        found = self.hosts.get(root)
+        if found is None:
+            found = self._entry(fleet, root)
+        return found
+
+    def _add(self, fleet: FleetSnapshot, root: int) -> None:
+        entry = self.hosts[root] = self._entry(fleet, root)
+        ids, _, number = entry
+        key = (tuple(ids.values()), number)
+        classes = self.tables.bound_classes
+        found = classes.get(key)
+        if found is None:
+            found = classes.setdefault(key, len(classes))
+        self.bound_classes[root] = found
+
+    def _entry(self, fleet: FleetSnapshot, root: int) -> HostEntry:
+        """``(ids, HostCells, host class)`` of one tree."""
+        members = fleet.tree.get(root, [])
+        profile = fleet.root_profiles.get(root)
+        shapes = self.tables.shapes
+        shape = shapes.get(profile) if profile is not None else None
+        if shape is None:
+            providers = fleet.providers
+            positions = tuple(
+                k for k, i in enumerate(members) if HW_NUMA_ROOT in providers[i].traits
+            )
+            frees = tuple(
+                sum(providers[members[k]].free(rc) for rc in self.cpu_classes) for k in positions
+            )
+            shape = (positions, frees)
+            if profile is not None:
+                shapes[profile] = shape
+        positions, frees = shape
+        cell_ids, uuids = self.index.cell_ids, fleet.uuids
+        ids: dict[int, int] = {}
+        for order, k in enumerate(positions):
+            cell = members[k]
+            cell_id = cell_ids.get(uuids[cell])
+            ids[cell] = cell_id if cell_id is not None else order
+        free = {ids[members[k]]: f for k, f in zip(positions, frees, strict=True)}
+        host = HostCells(free, self.index.distances.get(uuids[root]))
+        matrix = host.distances
+        frozen = (
+            None
+            if matrix is None
+            else tuple(sorted((i, tuple(sorted(row.items()))) for i, row in matrix.items()))
+        )
+        key = (tuple(sorted(free.items())), frozen)
+        classes = self.tables.host_classes
+        number = classes.get(key)
+        if number is None:
+            number = classes.setdefault(key, len(classes))
+        return ids, host, number
+
+
+def _same_index(a: CellIndex, b: CellIndex) -> bool:
+    """Whether two cell indexes give every host the same cell ids and distances."""
+    return a is b or (a.cell_ids == b.cell_ids and a.distances == b.distances)
+
+
+def host_view(fleet: FleetSnapshot, index: CellIndex, cpu_classes: tuple[str, ...]) -> HostView:
+    """The ``HostView`` of ``fleet`` under ``index`` for ``cpu_classes``: kept, derived from
+    the view of the snapshot ``fleet`` was patched from (the replaced trees recomputed), or
+    built (O(hosts)). Thread-safe: concurrent callers may build the same view twice."""
+    kept: dict[int, HostView] = fleet.derived.setdefault(("numa-host-view", cpu_classes), {})
+    view = kept.get(fleet.revision)
+    if view is not None and _same_index(view.index, index):
+        return view
+    base = kept.get(fleet.patched_from) if fleet.patched_from is not None else None
+    if base is not None and not _same_index(base.index, index):
+        base = None
+    tables = fleet.derived.setdefault(("numa-host-tables", cpu_classes), _Tables())
+    if view is not None:  # same snapshot, another index: rebuild under the new one
+        base = None
+    view = HostView(fleet, index, cpu_classes, tables, base)
+    with _LOCK:
+        kept[fleet.revision] = view
+        while len(kept) > KEPT_REVISIONS:
+            del kept[min(kept)]
+    return view
