@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import itertools
-import multiprocessing
 import os
 import pstats
 import statistics
@@ -34,11 +33,11 @@ from collections.abc import Callable
 from typing import Any
 
 from fastapi.testclient import TestClient
-from scale import seed_mixed  # benchmarks/scale.py
+from scale import seeded  # benchmarks/scale.py
 
 from placement_numa.api.cell_index_dep import cell_index_for_state
 from placement_numa.api.engine_dep import engine_for_state
-from placement_numa.app import create_app, prepare_database
+from placement_numa.app import create_app
 from placement_numa.numa.flavor import Flavor
 from placement_numa.services import numa_candidates
 from placement_numa.settings import Settings
@@ -97,17 +96,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
-    db_path = args.db or f"/tmp/pn-scale-{args.hosts}.sqlite"
-    url = f"sqlite:///{db_path}"
-    if not os.path.exists(db_path):
-        prepare_database(Settings(database_url=url))
-        seeding = multiprocessing.get_context("fork").Process(
-            target=seed_mixed, args=(db_path, args.hosts)
-        )
-        seeding.start()
-        seeding.join()
-        if seeding.exitcode != 0:
-            raise SystemExit("seeding failed")
+    url = seeded(args.hosts, args.db)
     app = create_app(Settings(database_url=url, auth_strategy="noauth2"))
     with TestClient(app) as client:
 

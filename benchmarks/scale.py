@@ -149,6 +149,26 @@ def seed_mixed(db_path: str, hosts: int, seed: int = 13) -> None:
     conn.close()
 
 
+def seeded(hosts: int, db_path: str | None) -> str:
+    """The SQLite URL of the mixed fleet of ``hosts`` hosts in ``db_path`` (default
+    ``/tmp/pn-scale-<hosts>.sqlite``), seeded first when the file is missing (in a child
+    process, so this one's memory and caches are a worker's)."""
+    db_path = db_path or f"/tmp/pn-scale-{hosts}.sqlite"
+    url = f"sqlite:///{db_path}"
+    if not os.path.exists(db_path):
+        prepare_database(Settings(database_url=url))
+        started = time.perf_counter()
+        seeding = multiprocessing.get_context("fork").Process(
+            target=seed_mixed, args=(db_path, hosts)
+        )
+        seeding.start()
+        seeding.join()
+        if seeding.exitcode != 0:
+            raise SystemExit("seeding failed")
+        print(f"seeded {hosts} hosts in {time.perf_counter() - started:.0f} s")
+    return url
+
+
 def sql_source(engine: Any) -> SqlFleetSource:
     """The ``SqlFleetSource`` under an app's engine and its metrics wrappers."""
     source = getattr(engine, "inner", engine).source
@@ -234,20 +254,7 @@ def main() -> int:
     parser.add_argument("--db", default=None, help="SQLite file (seeded when missing)")
     parser.add_argument("--repeat", type=int, default=10)
     args = parser.parse_args()
-    db_path = args.db or f"/tmp/pn-scale-{args.hosts}.sqlite"
-    url = f"sqlite:///{db_path}"
-    if not os.path.exists(db_path):
-        prepare_database(Settings(database_url=url))
-        started = time.perf_counter()
-        # seeded in a child process, so this one's memory and caches are a worker's
-        seeding = multiprocessing.get_context("fork").Process(
-            target=seed_mixed, args=(db_path, args.hosts)
-        )
-        seeding.start()
-        seeding.join()
-        if seeding.exitcode != 0:
-            raise SystemExit("seeding failed")
-        print(f"seeded {args.hosts} hosts in {time.perf_counter() - started:.0f} s")
+    url = seeded(args.hosts, args.db)
     # the engine a worker builds (app.state: SqlFleetSource, metrics wrappers, settings)
     app = create_app(Settings(database_url=url, preload_fleet=False, auth_strategy="noauth2"))
     database: Database = app.state.database
