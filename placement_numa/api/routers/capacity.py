@@ -1,0 +1,123 @@
+"""Route (extension): ``POST /allocation_candidates/capacity`` — how many more of each flavor fit.
+
+Body: ``api/schemas/capacity.py``. Each flavor is placed on a copy of the fleet one instance
+after another, where ``POST /allocation_candidates/claim`` would place it, until nothing fits
+(``services/capacity.py``); nothing is written. Microversion 1.36+, as ``POST
+/allocation_candidates``. Response (200)::
+
+    {"capacity": [{"flavor": "m1.pinned", "total": 412,
+                   "hosts": [{"host": "cn1", "uuid": "<root provider uuid>", "count": 3,
+                              "capped": false,
+                              "limited_by": [{"reason": "short", "resource_class": "PCPU",
+                                              "cell": 0, "free": 2, "requested": 4}]}]}]}
+
+``hosts`` lists every host in scope, most room first (omitted with ``"hosts": false``);
+``limited_by`` says what stops the host from taking one more: per resource class and host
+cell (``cell`` null: outside the cells, e.g. ``DISK_GB``) the best free amount against what
+one guest cell asks, or ``reason`` ``arrangement`` (each class fits somewhere, not together)
+or ``cap`` (``max_per_host`` reached). Errors: 400 for a bad body, flavor
+(``placement_numa.flavor.invalid``) or scope parameter.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+
+from placement_numa.api import microversion as mv
+from placement_numa.api.cell_index_dep import CellIndexDep
+from placement_numa.api.deps import DatabaseDep, JsonBody, VersionDep, body_doc, require_version
+from placement_numa.api.deps import validate as validate_body
+from placement_numa.api.engine_dep import EngineDep
+from placement_numa.api.pci_aliases import aliases_for
+from placement_numa.api.query import parse_in_tree, parse_member_of, parse_required
+from placement_numa.api.responses import PlacementJSONResponse, json_response
+from placement_numa.api.schemas.capacity import CapacityBody
+from placement_numa.domain.filters import RequiredTraits
+from placement_numa.numa.flavor import Flavor, ImageProperties
+from placement_numa.numa.request import NumaOptions
+from placement_numa.services import capacity as service
+from placement_numa.services.capacity_limits import Shortfall
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["allocation candidates"])
+
+
+def _scope(data: CapacityBody, version: mv.Microversion) -> service.CapacityScope:
+    return service.CapacityScope(
+        in_tree=parse_in_tree(data.in_tree) if data.in_tree is not None else None,
+        member_of=parse_member_of(data.member_of, version),
+        required=(
+            parse_required([data.required], version)
+            if data.required is not None
+            else RequiredTraits()
+        ),
+    )
+
+
+def _asks(request: Request, data: CapacityBody) -> list[service.FlavorAsk]:
+    asks = []
+    for n, body in enumerate(data.flavors, start=1):
+        fields = body.model_dump(exclude={"image"})
+        flavor = Flavor(**fields)
+        image = ImageProperties(body.image_properties()) if body.image else None
+        name = body.name or f"flavor-{n}"
+        aliases = aliases_for(request.app.state, flavor)
+        asks.append(service.FlavorAsk(name, flavor, image, aliases))
+    return asks
+
+
+def _host(host: service.HostCapacity) -> dict[str, Any]:
+    limits = (Shortfall("cap"),) if host.capped else host.limited_by
+    return {
+        "host": host.host,
+        "uuid": host.uuid,
+        "count": host.count,
+        "capped": host.capped,
+        "limited_by": [s.as_json() for s in limits],
+    }
+
+
+@router.post(
+    "/allocation_candidates/capacity",
+    summary="How many more instances of each flavor fit, per host and in all (extension)",
+    dependencies=[Depends(require_version(mv.SAME_SUBTREE))],
+    openapi_extra=body_doc(CapacityBody, "flavors to count and the hosts in scope"),
+    responses={200: {"description": "Per flavor: the total, and per host the count and limits"}},
+)
+def post_capacity(
+    request: Request,
+    version: VersionDep,
+    database: DatabaseDep,
+    body: JsonBody,
+    engine: EngineDep,
+    index_cache: CellIndexDep,
+) -> PlacementJSONResponse:
+    """Count, per flavor, the instances that still fit, placing them one after another as
+    ``/allocation_candidates/claim`` would (``services/capacity.py``); writes nothing."""
+    data = validate_body(CapacityBody, body)
+    scope = _scope(data, version)
+    asks = _asks(request, data)
+    fleet = engine.snapshot()
+    answers = service.fleet_capacity(
+        engine=engine,
+        index=index_cache.get(database, fleet.revision),
+        flavors=asks,
+        options=NumaOptions(
+            prefer_closest=data.prefer_closest_numa_nodes,
+            distribute=data.distribute_cpus_across_numa,
+            topology_policy=data.topology_policy,
+        ),
+        scope=scope,
+        cap=data.max_per_host,
+        fleet=fleet,
+    )
+    rendered = []
+    for answer in answers:
+        item: dict[str, Any] = {"flavor": answer.flavor, "total": answer.total}
+        if data.hosts:
+            item["hosts"] = [_host(h) for h in answer.hosts]
+        rendered.append(item)
+    return json_response({"capacity": rendered}, version, cache=False)
