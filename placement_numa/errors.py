@@ -84,6 +84,18 @@ class PlacementError(Exception):
         # Overrides the status's standard explanation that prefixes ``detail`` in responses.
         self.explanation: str | None = None
 
+    def repeated(self, separator: str = ": ") -> PlacementError:
+        """This error with its detail said twice (``"X: X"``), as Placement words some 404s
+        (it wraps an exception's message in one that ends with that message again)."""
+        again = type(self)(
+            f"{self.detail}{separator}{self.detail}",
+            code=self.code,
+            headers=self.headers,
+            extra=self.extra,
+        )
+        again.explanation = self.explanation
+        return again
+
 
 class BadRequest(PlacementError):
     """400: the request (body, query string, headers) is invalid."""

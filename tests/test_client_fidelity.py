@@ -147,11 +147,62 @@ def test_provider_uuids_in_queries_and_parents_match_as_sent(
     assert len(answers[-1][1]["resource_providers"]) == 1
 
 
+def _error_texts_script(backend: str) -> list[Step]:
+    """The answers osc-placement's functional tests read the text of (issue 29)."""
+    rp = _new()
+    return [
+        _provider(rp),
+        Step("PUT", f"/resource_providers/{rp}/aggregates", ["abc", "def"], "1.1"),
+        Step("PUT", f"/resource_providers/{rp}/aggregates", [_new(), "def"], "1.1"),
+        Step(
+            "PUT",
+            f"/resource_providers/{rp}/aggregates",
+            {"aggregates": ["abc", "def"], "resource_provider_generation": 0},
+            "1.19",
+        ),
+        Step("POST", "/resource_classes", {"name": "FOO"}, "1.2"),
+        Step("POST", "/resource_classes", {"name": "CUSTOM_lower"}, "1.2"),
+        Step("DELETE", f"/resource_providers/{rp}/inventories/VCPU", None, "1.0"),
+        Step("DELETE", f"/resource_providers/{rp}/inventories/VCPU", None, "1.5"),
+        Step("GET", "/resource_providers/123/traits", None, "1.6"),
+        Step("GET", "/resource_providers/123/inventories", None, "1.5"),
+        Step("GET", "/resource_providers/123/inventories/VCPU", None, "1.5"),
+        Step("PUT", f"/resource_providers/{rp}", {"name": "x" * 201}),
+        Step(
+            "PUT",
+            f"/resource_providers/{rp}/traits",
+            {"traits": ["CUSTOM_A", 5], "resource_provider_generation": 0},
+        ),
+    ]
+
+
+def test_error_texts(api: PlacementAPI, backend: str) -> None:
+    details = [
+        body["errors"][0]["detail"].split("\n\n ", 1)[1]
+        for _, body in replay(api, _error_texts_script(backend))[1:]
+    ]
+    assert details[0] == (
+        "JSON does not validate: 'def' is not a 'uuid'  Failed validating 'format' in"
+        " schema['items']:     {'type': 'string', 'format': 'uuid'}  On instance[1]:     'def'  "
+    )
+    assert "in schema['properties']['aggregates']['items']" in details[2]
+    assert details[3].endswith(
+        "Failed validating 'pattern' in schema['properties']['name']:     {'type': 'string',"
+        " 'pattern': '^CUSTOM_[A-Z0-9_]+$', 'maxLength': 255}  On instance['name']:     'FOO'  "
+    )
+    gone = "No inventory of class VCPU found for delete"
+    assert details[5] == details[6] == f"{gone}: {gone}  "
+    unknown = "No resource provider with uuid 123 found"
+    assert details[7] == f"{unknown}: {unknown}  "
+    assert details[8] == details[9] == f"{unknown} : {unknown}  "
+
+
 @pytest.mark.parametrize(
     "script",
     [
         pytest.param(lambda backend: _aggregates_script()[0], id="aggregates"),
         pytest.param(_provider_uuid_script, id="provider-uuids"),
+        pytest.param(_error_texts_script, id="error-texts"),
     ],
 )
 def test_same_answers_as_upstream(

@@ -141,7 +141,8 @@ def validate(schema: type[T] | TypeAdapter[T], data: Any) -> T:
         return adapter.validate_python(data)
     except ValidationError as exc:
         # Worded as Placement's jsonschema errors, which clients and conformance suites match.
-        raise BadRequest("JSON does not validate: " + describe(exc.errors())) from None
+        detail = describe(exc.errors(), adapter.json_schema())
+        raise BadRequest("JSON does not validate: " + detail) from None
 
 
 def body_doc(model: type[BaseModel], description: str = "") -> dict[str, Any]:

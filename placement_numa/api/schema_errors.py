@@ -8,7 +8,9 @@ pydantic error the same way (the message of jsonschema's validator, then its nam
 
 from __future__ import annotations
 
+import pprint
 import reprlib
+import textwrap
 from typing import Any
 
 __all__ = ["describe", "short_repr"]
@@ -109,6 +111,71 @@ def _message(item: Any) -> tuple[str, str]:
 
 
 _OBJECT_VALIDATORS = {"required", "additionalProperties"}
+# Keys of a leaf schema in the order Placement's schemas write them (its message prints the dict).
+_KEY_ORDER = ("type", "format", "pattern", "minLength", "maxLength")
+
+
+def _instance_path(item: Any) -> tuple[Any, ...]:
+    """Where in the instance jsonschema reports ``item``: the object itself for a missing or
+    unexpected key (``required``, ``additionalProperties``), else the value's location."""
+    loc = tuple(item.get("loc", ()))
+    if "[key]" in loc:
+        return loc[: loc.index("[key]") - 1]
+    if item["type"] in ("missing", "extra_forbidden"):
+        return loc[:-1]
+    return loc
+
+
+def _relevance(item: Any) -> tuple[int, tuple[tuple[bool, Any], ...]]:
+    """jsonschema's ``best_match`` order: the shallowest error, then among siblings the one
+    latest in the instance (its key compares instance paths and keeps the greatest)."""
+    path = _instance_path(item)
+    return -len(path), tuple((isinstance(p, str), p) for p in path)
+
+
+def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        resolved: dict[str, Any] = root.get("$defs", {}).get(ref.split("/")[-1], {})
+        return resolved
+    return schema
+
+
+def _leaf(root: dict[str, Any], path: tuple[Any, ...]) -> tuple[str, dict[str, Any]] | None:
+    """``(schema path, sub-schema)`` of the string value at ``path``, through ``properties``
+    and ``items`` only (the shapes Placement's schemas share with ours); else ``None``."""
+    schema, where = _resolve(root, root), ""
+    for part in path:
+        if isinstance(part, str) and part in schema.get("properties", {}):
+            schema, where = schema["properties"][part], f"{where}['properties']['{part}']"
+        elif isinstance(part, int) and isinstance(schema.get("items"), dict):
+            schema, where = schema["items"], f"{where}['items']"
+        else:
+            return None
+        schema = _resolve(schema, root)
+    if schema.get("type") != "string":
+        return None
+    return where, schema
+
+
+def _details(item: Any, validator: str, message: str, schema: dict[str, Any]) -> str | None:
+    """jsonschema's ``in schema[...]:  {sub-schema}  On instance[...]:  value`` for an error on
+    a string value, or ``None`` where our schema cannot say what Placement's would print."""
+    path = _instance_path(item)
+    leaf = _leaf(schema, path)
+    if leaf is None or not path:
+        return None
+    where, sub = leaf
+    shown = {key: sub[key] for key in _KEY_ORDER if key in sub}
+    if validator == "format" and message.endswith("is not a 'uuid'"):
+        shown["format"] = "uuid"
+        shown = {key: shown[key] for key in _KEY_ORDER if key in shown}
+    instance = "".join(f"[{p!r}]" for p in path)
+    # jsonschema pretty-prints the sub-schema (72 columns, indented 4) and Placement's error
+    # formatter turns each line break into a blank.
+    dump = textwrap.indent(pprint.pformat(shown, width=72, sort_dicts=False), "    ")
+    dump = dump.replace("\n", " ")
+    return f"{where}: {dump}  On instance{instance}:     {short_repr(item.get('input'))}"
 
 
 def _schema_path(loc: tuple[Any, ...], validator: str) -> str:
@@ -120,15 +187,22 @@ def _schema_path(loc: tuple[Any, ...], validator: str) -> str:
     return ""
 
 
-def describe(errors: list[Any]) -> str:
-    """Placement's wording of the first error of a pydantic ``ValidationError.errors()`` list.
+def describe(errors: list[Any], schema: dict[str, Any] | None = None) -> str:
+    """Placement's wording of the error jsonschema would report among a pydantic
+    ``ValidationError.errors()`` list (``best_match``: the shallowest, then the latest sibling).
 
     Example: ``"'project_id' is a required property  Failed validating 'required' in schema"``;
     ``"0 is less than the minimum of 1  Failed validating 'minimum' in
-    schema['properties']['total']"``.
+    schema['properties']['total']"``. With ``schema`` (the model's JSON schema), an error on a
+    string value reached through properties and list items carries the sub-schema and the
+    instance as Placement prints them: ``"'x' is not a 'uuid'  Failed validating 'format' in
+    schema['items']:     {'type': 'string', 'format': 'uuid'}  On instance[1]:     'x'"``.
     """
     if not errors:
         return "Invalid input."
-    message, validator = _message(errors[0])
-    path = _schema_path(tuple(errors[0].get("loc", ())), validator)
-    return f"{message}  Failed validating '{validator}' in schema{path}"
+    item = max(errors, key=_relevance)
+    message, validator = _message(item)
+    details = _details(item, validator, message, schema) if schema is not None else None
+    if details is None:
+        details = _schema_path(tuple(item.get("loc", ())), validator)
+    return f"{message}  Failed validating '{validator}' in schema{details}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from placement_numa.db.database import Database
@@ -47,10 +48,20 @@ def _warn_exceeded(provider: ProviderRow, classes: list[str]) -> None:
 def list_inventories(
     *, database: Database, provider_uuid: str
 ) -> tuple[ProviderRow, dict[str, InventoryRecord]]:
-    """The provider and its inventories by resource class name. Raises ``NotFound`` (404)."""
+    """The provider and its inventories by resource class name. Raises ``NotFound`` (404,
+    Placement's "No resource provider with uuid U found : No resource provider ...")."""
     with database.read() as conn:
-        provider = providers.require_by_uuid(conn, provider_uuid)
+        provider = _require_provider(conn, provider_uuid)
         return provider, repo.get_inventories(conn, provider.id)
+
+
+def _require_provider(conn: Connection, provider_uuid: str) -> ProviderRow:
+    """The provider for the inventory reads; its 404 says the message twice, as Placement's
+    ``GET .../inventories[/{class}]`` do (with a blank before the colon)."""
+    try:
+        return providers.require_by_uuid(conn, provider_uuid)
+    except NotFound as exc:
+        raise exc.repeated(" : ") from None
 
 
 def show_inventory(
@@ -59,7 +70,7 @@ def show_inventory(
     """The provider and its inventory of one class. Raises ``NotFound`` (404) for an unknown
     provider or a class the provider has no inventory of (unknown classes included)."""
     with database.read() as conn:
-        provider = providers.require_by_uuid(conn, provider_uuid)
+        provider = _require_provider(conn, provider_uuid)
         record = repo.get_inventory(conn, provider.id, resource_class)
     if record is None:
         raise NotFound(f"No inventory of class {resource_class} for {provider_uuid}")
@@ -217,7 +228,8 @@ def delete_inventory(*, database: Database, provider_uuid: str, resource_class: 
                 f"Unable to delete inventory of class {resource_class}: {exc.detail}"
             ) from None
         if not deleted:
-            raise NotFound(f"No inventory of class {resource_class} found for delete")
+            # Placement's wording: its message, then the wrapped exception's (the same words).
+            raise NotFound(f"No inventory of class {resource_class} found for delete").repeated()
 
 
 def delete_inventories(*, database: Database, provider_uuid: str) -> None:

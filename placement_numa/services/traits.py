@@ -86,9 +86,13 @@ def delete_trait(*, database: Database, name: str) -> None:
 def provider_traits(
     *, database: Database, provider_uuid: str
 ) -> tuple[ProviderRow, list[TraitRow]]:
-    """The provider and its traits (sorted by name). Raises ``NotFound`` (404)."""
+    """The provider and its traits (sorted by name). Raises ``NotFound`` (404, Placement's
+    "No resource provider with uuid U found: No resource provider with uuid U found")."""
     with database.read() as conn:
-        provider = providers.require_by_uuid(conn, provider_uuid)
+        try:
+            provider = providers.require_by_uuid(conn, provider_uuid)
+        except NotFound as exc:
+            raise exc.repeated() from None
         return provider, repo.provider_traits(conn, provider.id)
 
 
