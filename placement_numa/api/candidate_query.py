@@ -18,19 +18,23 @@ order of checks (``handlers/allocation_candidate.py`` and ``lib.py`` read for be
 4. required traits that are also forbidden; ``group_policy`` with more than one suffixed group.
 
 Suffixes keep their text: ``resources_MEM1`` is group ``"_MEM1"``, ``resources1`` group ``"1"``.
+
+``query_from_json`` is the JSON form of the same query (``POST /allocation_candidates`` and
+``.../claim`` with ``query``): it is turned into the pairs of a query string and goes through
+``parse_candidate_query`` at the newest microversion, so both forms pass the same checks.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from placement_numa.api import microversion as mv
 from placement_numa.api.query import parse_in_tree, parse_member_of, parse_required, parse_resources
 from placement_numa.domain.request_groups import CandidateQuery, GroupPolicy, RequestGroup
 from placement_numa.errors import BadRequest, QueryBadValue, QueryDuplicateKey, QueryMissingValue
 
-__all__ = ["parse_candidate_query"]
+__all__ = ["parse_candidate_query", "query_from_json"]
 
 _PREFIXES = ("resources", "required", "member_of", "in_tree")
 _NUMERIC = r"[1-9][0-9]*"
@@ -298,3 +302,33 @@ def parse_candidate_query(
         root_forbidden=root_forbidden,
         limit=limit,
     )
+
+
+_JSON_GROUP_KEY = re.compile(rf"^({'|'.join(_PREFIXES)})({_ARBITRARY})?$")
+_JSON_GLOBAL = ("group_policy", "root_required", "same_subtree")
+
+
+def query_from_json(params: Mapping[str, str | list[str]]) -> CandidateQuery:
+    """The ``CandidateQuery`` of GET parameters given as JSON (a list where a parameter
+    repeats), through ``parse_candidate_query`` at ``mv.MAX_VERSION``: the request-wide
+    parameters first, then each group's, unsuffixed group first and the others by suffix (the
+    groups' order). ``limit`` belongs to the body, not here.
+
+    Raises ``BadRequest`` (400) for a parameter name that is not a group's or one of
+    ``group_policy``, ``root_required``, ``same_subtree``, and what ``parse_candidate_query``
+    raises.
+    """
+    pairs: list[tuple[str, str]] = []
+    grouped: dict[str, list[tuple[str, str]]] = {}
+    for name, value in params.items():
+        values = value if isinstance(value, list) else [value]
+        match = _JSON_GROUP_KEY.match(name)
+        if match is None:
+            if name not in _JSON_GLOBAL:
+                raise BadRequest(f"{_INVALID}: '{name}' is not allowed")
+            pairs.extend((name, v) for v in values)
+            continue
+        grouped.setdefault(match.group(2) or "", []).extend((name, v) for v in values)
+    for suffix in sorted(grouped, key=lambda s: (s != "", s)):
+        pairs.extend(grouped[suffix])
+    return parse_candidate_query(pairs, mv.MAX_VERSION)

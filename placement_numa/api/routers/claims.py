@@ -30,12 +30,13 @@ from placement_numa.api.cell_index_dep import CellIndexDep
 from placement_numa.api.deps import DatabaseDep, JsonBody, VersionDep, body_doc, require_version
 from placement_numa.api.deps import validate as validate_body
 from placement_numa.api.engine_dep import EngineDep
-from placement_numa.api.pci_aliases import aliases_for
+from placement_numa.api.limits import LimitsDep
+from placement_numa.api.numa_body import searched
 from placement_numa.api.responses import PlacementJSONResponse, json_response
 from placement_numa.api.schemas.claims import ClaimBody
-from placement_numa.api.schemas.numa_candidates import query_from_json
 from placement_numa.api.schemas.ranked_candidates import allocation_request
 from placement_numa.errors import BadRequest
+from placement_numa.numa.plan import SearchPlan
 from placement_numa.services import claims as service
 
 __all__ = ["router"]
@@ -68,6 +69,7 @@ def post_claim(
     body: JsonBody,
     engine: EngineDep,
     index_cache: CellIndexDep,
+    limits: LimitsDep,
 ) -> PlacementJSONResponse:
     """Claim the best NUMA fit for a consumer in one transaction (``services/claims.py``; the
     walk follows the ``claim_strategy`` setting)."""
@@ -86,28 +88,24 @@ def post_claim(
         consumer_type=data.consumer_type,
         alternates=data.alternates,
     )
-    options = data.numa_options()
     window = data.limit or service.DEFAULT_WINDOW
-    if data.flavor is not None:
-        flavor, image = data.flavor_and_image()
-        claimed = service.claim_for_flavor(
+    wanted = searched(data, request.app.state, limits)
+    if isinstance(wanted, SearchPlan):
+        claimed = service.claim_for_plan(
             database=database,
             engine=engine,
-            flavor=flavor,
-            image=image,
-            options=options,
+            plan=wanted,
             request=claim,
             window=window,
             strategy=strategy,
-            aliases=aliases_for(request.app.state, flavor),
             index_cache=index_cache,
         )
     else:
         claimed = service.claim_for_query(
             database=database,
             engine=engine,
-            query=query_from_json(data.query or {}),
-            options=options,
+            query=wanted,
+            options=data.numa_options(),
             request=claim,
             window=window,
             strategy=strategy,

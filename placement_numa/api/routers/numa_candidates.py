@@ -37,11 +37,12 @@ from placement_numa.api.deps import (
     validate,
 )
 from placement_numa.api.engine_dep import EngineDep
-from placement_numa.api.limits import LimitsDep, check_candidate_query
-from placement_numa.api.pci_aliases import aliases_for
+from placement_numa.api.limits import LimitsDep
+from placement_numa.api.numa_body import searched
 from placement_numa.api.responses import PlacementJSONResponse, json_response
-from placement_numa.api.schemas.numa_candidates import NumaCandidatesBody, query_from_json
+from placement_numa.api.schemas.numa_candidates import NumaCandidatesBody
 from placement_numa.api.schemas.ranked_candidates import render_ranked
+from placement_numa.numa.plan import SearchPlan
 from placement_numa.services import numa_candidates as service
 
 __all__ = ["router"]
@@ -67,26 +68,17 @@ def post_allocation_candidates(
     """Translate the flavor (Nova spec), search with NUMA ranking (width, KEP-3545 distance,
     KEP-2902 spread), answer in the 1.39 shape with a ``numa`` block per candidate."""
     data = validate(NumaCandidatesBody, body)
-    options = data.numa_options()
-    if data.flavor is not None:
-        flavor, image = data.flavor_and_image()
-        found = service.flavor_candidates(
-            database=database,
-            engine=engine,
-            flavor=flavor,
-            image=image,
-            options=options,
-            aliases=aliases_for(request.app.state, flavor),
-            index_cache=index_cache,
+    wanted = searched(data, request.app.state, limits)
+    if isinstance(wanted, SearchPlan):
+        found = service.plan_candidates(
+            database=database, engine=engine, plan=wanted, index_cache=index_cache
         )
     else:
-        query = query_from_json(data.query or {})
-        check_candidate_query(query, limits)
         found = service.query_candidates(
             database=database,
             engine=engine,
-            query=query,
-            options=options,
+            query=wanted,
+            options=data.numa_options(),
             index_cache=index_cache,
         )
     return json_response(render_ranked(found), version, cache=False)

@@ -18,19 +18,14 @@ or the GET query's parameters as JSON (a list where the parameter may repeat)::
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, model_validator
 
-from placement_numa.api import microversion as mv
-from placement_numa.api.query import parse_in_tree, parse_member_of, parse_required, parse_resources
-from placement_numa.domain.request_groups import CandidateQuery, RequestGroup
-from placement_numa.errors import BadRequest
 from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.numa.request import NumaOptions
 
-__all__ = ["FlavorBody", "NumaCandidatesBody", "query_from_json"]
+__all__ = ["FlavorBody", "NumaCandidatesBody"]
 
 SpecValue = str | StrictInt | float | StrictBool
 
@@ -126,72 +121,3 @@ class NumaCandidatesBody(BaseModel):
             return {}
         props = self.image.get("properties")
         return dict(props) if isinstance(props, dict) else dict(self.image)
-
-
-_PARAM_RE = re.compile(r"^(resources|required|member_of|in_tree)([a-zA-Z0-9_-]{0,64})$")
-_GLOBAL = {"same_subtree", "group_policy", "root_required"}
-
-
-def _values(value: str | list[str]) -> list[str]:
-    return value if isinstance(value, list) else [value]
-
-
-def query_from_json(params: dict[str, str | list[str]]) -> CandidateQuery:
-    """Build a ``CandidateQuery`` from GET parameters given as JSON (newest microversion rules).
-
-    Raises ``BadRequest`` (400) for unknown parameters, a suffix in ``same_subtree`` that names no
-    group, a bad ``group_policy``, or any value the GET parser refuses.
-    """
-    version = mv.MAX_VERSION
-    groups: dict[str, dict[str, list[str]]] = {}
-    for name, value in params.items():
-        match = _PARAM_RE.match(name)
-        if match is None:
-            if name not in _GLOBAL:
-                raise BadRequest(f"Invalid query string parameters: '{name}' is not allowed")
-            continue
-        groups.setdefault(match.group(2), {}).setdefault(match.group(1), []).extend(_values(value))
-    built: list[RequestGroup] = []
-    for suffix in sorted(groups, key=lambda s: (s != "", s)):
-        spec = groups[suffix]
-        resources = parse_resources(spec["resources"][-1]) if "resources" in spec else {}
-        required = parse_required(spec.get("required", []), version)
-        member_of = (
-            parse_member_of(spec.get("member_of", []), version) if "member_of" in spec else None
-        )
-        built.append(
-            RequestGroup(
-                suffix=suffix or None,
-                resources=resources,
-                required_traits=required.all_of,
-                any_traits=required.any_of,
-                forbidden_traits=required.forbidden,
-                member_of=member_of.any_of if member_of else (),
-                forbidden_aggregates=member_of.forbidden if member_of else frozenset(),
-                in_tree=parse_in_tree(spec["in_tree"][-1]) if "in_tree" in spec else None,
-            )
-        )
-    suffixes = {g.suffix for g in built if g.suffix}
-    subtrees = []
-    for value in _values(params.get("same_subtree", [])):
-        members = frozenset(s for s in value.split(",") if s)
-        unknown = sorted(members - suffixes)
-        if unknown:
-            raise BadRequest(
-                f"Real suffixes should be specified in same_subtree: {unknown} not found"
-            )
-        subtrees.append(members)
-    policy = params.get("group_policy")
-    if isinstance(policy, list):
-        policy = policy[-1]
-    if policy not in (None, "none", "isolate"):
-        raise BadRequest(f"Invalid group_policy '{policy}': use none or isolate")
-    root = parse_required(_values(params.get("root_required", [])), version)
-    return CandidateQuery(
-        groups=tuple(built),
-        group_policy=policy,  # type: ignore[arg-type]
-        same_subtree=tuple(subtrees),
-        root_required=root.all_of,
-        root_forbidden=root.forbidden,
-        root_any=root.any_of,
-    )

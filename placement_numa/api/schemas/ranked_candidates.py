@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from placement_numa.api.schemas.allocation_candidates import summary
 from placement_numa.services.numa_candidates import RankedCandidate
 
 __all__ = ["allocation_request", "numa_block", "render_ranked"]
@@ -60,7 +61,8 @@ def allocation_request(ranked: RankedCandidate) -> dict[str, Any]:
 def render_ranked(found: list[RankedCandidate]) -> dict[str, Any]:
     """``{"allocation_requests": [...], "provider_summaries": {uuid: {...}}}`` for ranked
     candidates, in their order; summaries (1.39 shape: every inventory's ``capacity`` and
-    ``used``, traits, parent and root uuids) cover every provider of each candidate's tree."""
+    ``used``, traits, parent and root uuids; ``allocation_candidates.summary``, the renderer
+    of ``GET /allocation_candidates``) cover every provider of each candidate's tree."""
     requests: list[dict[str, Any]] = []
     summaries: dict[str, Any] = {}
     for ranked in found:
@@ -69,18 +71,7 @@ def render_ranked(found: list[RankedCandidate]) -> dict[str, Any]:
         requests.append(allocation_request(ranked))
         for root in {providers[p].root for p, _, _ in candidate.allocations}:
             for index in fleet.tree[root]:
-                info = providers[index]
-                if info.uuid in summaries:
-                    continue
-                summaries[info.uuid] = {
-                    "resources": {
-                        rc: {"capacity": inv.capacity, "used": inv.used}
-                        for rc, inv in sorted(info.inventories.items())
-                    },
-                    "traits": sorted(info.traits),
-                    "parent_provider_uuid": providers[info.parent].uuid
-                    if info.parent >= 0
-                    else None,
-                    "root_provider_uuid": providers[info.root].uuid,
-                }
+                uuid = providers[index].uuid
+                if uuid not in summaries:
+                    summaries[uuid] = summary(fleet, index, True, True, True, set())
     return {"allocation_requests": requests, "provider_summaries": summaries}
