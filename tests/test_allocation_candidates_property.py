@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
@@ -16,6 +17,8 @@ from tests.candidate_fleets import forests, queries
 from tests.candidate_oracle import oracle
 from tests.candidate_seed import query_string, response_keys, seed_fleet, uuid_keys
 from tests.conftest import PlacementAPI
+
+pytestmark = pytest.mark.slow
 
 
 @st.composite

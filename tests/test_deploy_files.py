@@ -23,6 +23,8 @@ from placement_numa.settings import Settings
 from tests.backends import in_ci
 from tests.servers import free_port, running, service_env
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 UNIT = ROOT / "etc" / "systemd" / "placement-numa.service"
 INSTALLED = "/opt/placement-numa/bin/placement-numa"

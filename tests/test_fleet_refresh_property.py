@@ -7,6 +7,7 @@ import uuid
 from typing import Any
 
 import orjson
+import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
@@ -21,6 +22,8 @@ from placement_numa.engine.fleet import FleetSnapshot
 from tests.backends import reset_rows
 from tests.conftest import PlacementAPI
 from tests.test_fleet_refresh import canonical
+
+pytestmark = pytest.mark.slow
 
 AGGREGATES = [str(uuid.UUID(int=i + 1)) for i in range(3)]
 TRAITS = ["HW_NUMA_ROOT", "MISC_SHARES_VIA_AGGREGATE", "HW_CPU_X86_AVX2"]

@@ -22,6 +22,8 @@ from tests.backends import TestDatabase, drop_database, reachable_database
 from tests.keystone_service import PASSWORD, Keystone, openstack_cli, start_keystone, worker_ports
 from tests.servers import running
 
+pytestmark = pytest.mark.slow
+
 VERSION = {"openstack-api-version": "placement 1.39"}
 TEMPLATE = Path(__file__).with_name("placement.conf")
 

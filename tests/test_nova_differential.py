@@ -37,6 +37,8 @@ from tests.conftest import PlacementAPI
 from tests.nova_differences import DIFFERENCES, Case, classify, readme_table
 from tests.nova_pairs import CellSpec, HostSpec, random_flavor, random_host
 
+pytestmark = pytest.mark.slow
+
 V = "1.39"
 ROOT = Path(__file__).resolve().parent.parent
 ORACLE = Path(__file__).resolve().parent / "nova_oracle.py"

@@ -33,6 +33,8 @@ from tests.backends import TestDatabase, in_ci, reset_rows
 from tests.conftest import PlacementAPI
 from tests.test_nova_differential import ask_nova, nova_python
 
+pytestmark = pytest.mark.slow
+
 V = "1.39"
 KINDS = [("8086", "1572"), ("10de", "20b5")]
 POLICIES = ["required", "legacy", "preferred", "socket"]

@@ -22,6 +22,8 @@ import pytest
 
 from tests.servers import HEADERS, free_port, running, service_env
 
+pytestmark = pytest.mark.slow
+
 SERVE = str(Path(sys.executable).with_name("placement-numa"))
 
 
