@@ -1,0 +1,166 @@
+"""Nova's functional tests against a live placement-numa (issue 28): runs in the Nova virtualenv.
+
+Nova's ``PlacementFixture`` (``nova.tests.functional.fixtures``) subclasses upstream's
+``placement.tests.functional.fixtures.placement.PlacementFixture`` and sends every report-client
+call to that fixture's ``endpoint``. ``install()`` replaces the upstream base class's ``setUp``:
+instead of loading upstream's WSGI app behind wsgi-intercept, each fixture gets a real
+``placement-numa serve`` process (noauth2, one worker, a fresh SQLite file copied from a template
+migrated once per run, a free loopback port) and ``endpoint`` points at it. Nova's tests then run
+unchanged. Stdlib only (the Nova virtualenv has none of our dependencies).
+
+Environment:
+
+* ``PLACEMENT_NUMA_SERVER``: the ``placement-numa`` executable of our virtualenv (required).
+* ``PLACEMENT_NUMA_FUNC_TMP``: where databases and server logs go (default: a temporary dir).
+
+Start-up is hidden: while one test runs, the next test's server is already starting
+(``_Pool``), so a test waits for a server only when the previous one came up slower than the
+test ran.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+
+HEADERS = {"x-auth-token": "admin"}
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class LiveServer:
+    """One ``placement-numa serve`` process on its own SQLite copy of the template."""
+
+    def __init__(self, executable: str, template: str, workdir: str, serial: int) -> None:
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.database = os.path.join(workdir, f"placement-{serial}.sqlite")
+        self.log_path = os.path.join(workdir, f"placement-{serial}.log")
+        shutil.copyfile(template, self.database)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PLACEMENT_NUMA_")}
+        env.update(PLACEMENT_NUMA_AUTH_STRATEGY="noauth2", PYTHONUNBUFFERED="1")
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen(
+                [
+                    executable,
+                    "serve",
+                    "--no-migrate",
+                    "--workers",
+                    "1",
+                    "--port",
+                    str(self.port),
+                    "--database-url",
+                    f"sqlite:///{self.database}",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+            )
+
+    def wait(self, timeout: float = 120.0) -> LiveServer:
+        """Block until ``GET /`` answers (``RuntimeError`` with the log tail otherwise)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                break
+            try:
+                with urllib.request.urlopen(self.url + "/", timeout=5) as answer:
+                    if answer.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        with open(self.log_path, errors="replace") as log:
+            raise RuntimeError(f"placement-numa did not start: {log.read()[-3000:]}")
+
+    def stop(self) -> None:
+        """SIGTERM, SIGKILL after 15 s; the database file is removed."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        for path in (self.database, self.database + "-wal", self.database + "-shm"):
+            if os.path.exists(path):
+                os.unlink(path)
+
+
+class _Pool:
+    """Servers handed out one per fixture, the next one always starting in the background."""
+
+    def __init__(self) -> None:
+        self.executable = os.environ.get("PLACEMENT_NUMA_SERVER", "")
+        if not self.executable or not os.path.exists(self.executable):
+            raise RuntimeError("PLACEMENT_NUMA_SERVER must name the placement-numa executable")
+        self.workdir = os.environ.get("PLACEMENT_NUMA_FUNC_TMP") or tempfile.mkdtemp(
+            prefix="placement-numa-nova-"
+        )
+        os.makedirs(self.workdir, exist_ok=True)
+        self.template = os.path.join(self.workdir, "template.sqlite")
+        subprocess.run(
+            [self.executable, "db", "upgrade", "--database-url", f"sqlite:///{self.template}"],
+            check=True,
+            capture_output=True,
+        )
+        self.serial = 0
+        self.next: LiveServer | None = None
+        self.started: list[LiveServer] = []
+        atexit.register(self.close)
+
+    def _spawn(self) -> LiveServer:
+        self.serial += 1
+        server = LiveServer(self.executable, self.template, self.workdir, self.serial)
+        self.started.append(server)
+        return server
+
+    def take(self) -> LiveServer:
+        """A running server for one fixture; starts the one after it."""
+        server = self.next or self._spawn()
+        self.next = self._spawn()
+        return server.wait()
+
+    def close(self) -> None:
+        """Stop every server still running (at exit)."""
+        for server in self.started:
+            server.stop()
+
+
+_POOL: _Pool | None = None
+
+
+def pool() -> _Pool:
+    """The process-wide server pool (created on first use)."""
+    global _POOL
+    if _POOL is None:
+        _POOL = _Pool()
+    return _POOL
+
+
+def _live_setup(self):  # type: ignore[no-untyped-def]
+    """Replacement for upstream ``PlacementFixture.setUp``: a live placement-numa."""
+    import fixtures
+
+    fixtures.Fixture.setUp(self)
+    server = pool().take()
+    self.addCleanup(server.stop)
+    self.server = server
+    self.endpoint = server.url
+
+
+def install() -> None:
+    """Make every (Nova) ``PlacementFixture`` use a live placement-numa."""
+    from placement.tests.functional.fixtures import placement as placement_fixtures
+
+    placement_fixtures.PlacementFixture.setUp = _live_setup

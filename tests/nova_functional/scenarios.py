@@ -1,0 +1,222 @@
+"""Scenarios of issue 28 in Nova 34's functional framework, patched Nova, live placement-numa.
+
+Run in the Nova virtualenv through ``run.py`` (``tests/test_nova_functional.py`` drives it). Each
+test starts fake libvirt hosts with NUMA topologies (``fakelibvirt.HostInfo``), turns
+``[compute] enable_numa_reporting_to_placement`` on, and after every operation checks, for every
+guest, that the NUMA cells of its Placement allocation are the host cells its
+``instance.numa_topology`` runs on, and that every cell provider's usage equals the sum of its
+guests' allocations (``assertCellsAligned``).
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+
+from nova import context as nova_context
+from nova import objects
+from nova.tests.fixtures import libvirt as fakelibvirt
+from nova.tests.functional.libvirt import base
+
+CELL_RE = re.compile(r"^(?P<host>.+)_NUMA(?P<cell>\d+)(_PAGE_(?P<page>\d+)KB)?$")
+
+
+class NumaPlacementBase(base.ServersTestBase):
+    """Fake libvirt hosts reporting NUMA trees to a live placement-numa."""
+
+    ADDITIONAL_FILTERS = ["NUMATopologyFilter"]
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.ctxt = nova_context.get_admin_context()
+        self.flags(enable_numa_reporting_to_placement=True, group="compute")
+
+    # --- Placement views -------------------------------------------------------------------
+
+    def providers(self) -> dict[str, dict]:
+        body = self.placement.get("/resource_providers", version="1.14").body
+        return {rp["uuid"]: rp for rp in body["resource_providers"]}
+
+    def tree(self, hostname: str) -> dict[str, dict]:
+        """Provider name -> {inventories, traits, parent name} of ``hostname``'s tree."""
+        providers = self.providers()
+        root = next(rp for rp in providers.values() if rp["name"] == hostname)
+        shape = {}
+        for uuid, rp in providers.items():
+            if rp["root_provider_uuid"] != root["uuid"]:
+                continue
+            inventories = self.placement.get(
+                f"/resource_providers/{uuid}/inventories", version="1.14"
+            ).body["inventories"]
+            traits = self.placement.get(f"/resource_providers/{uuid}/traits", version="1.14").body[
+                "traits"
+            ]
+            parent = providers.get(rp["parent_provider_uuid"] or "", {}).get("name")
+            shape[rp["name"]] = {
+                "inventories": {rc: inv["total"] for rc, inv in inventories.items()},
+                "traits": set(traits),
+                "parent": parent,
+            }
+        return shape
+
+    def allocation_cells(self, server_id: str) -> dict[str, set[int]]:
+        """Host name -> the NUMA cell ids of the guest's Placement allocation."""
+        providers = self.providers()
+        allocations = self.placement.get(f"/allocations/{server_id}", version="1.28").body
+        cells: dict[str, set[int]] = collections.defaultdict(set)
+        for uuid in allocations["allocations"]:
+            match = CELL_RE.match(providers[uuid]["name"])
+            if match:
+                cells[match["host"]].add(int(match["cell"]))
+        return cells
+
+    def assertCellsAligned(self) -> None:  # noqa: N802 (testtools naming)
+        """Every guest's allocation cells are its instance.numa_topology cells; every NUMA
+        provider's usage is the sum of its consumers' allocations."""
+        instances = objects.InstanceList.get_by_filters(
+            self.ctxt, {"deleted": False}, expected_attrs=["numa_topology"]
+        )
+        for inst in instances:
+            if inst.deleted or inst.vm_state in ("error", "shelved_offloaded"):
+                continue
+            placed = self.allocation_cells(inst.uuid)
+            running = (
+                {cell.id for cell in inst.numa_topology.cells} if inst.numa_topology else set()
+            )
+            self.assertEqual(
+                {inst.node: running} if running else {},
+                dict(placed),
+                f"instance {inst.uuid} on {inst.node}: allocation cells vs numa_topology",
+            )
+        providers = self.providers()
+        for uuid, rp in providers.items():
+            if not CELL_RE.match(rp["name"]):
+                continue
+            usages = self.placement.get(f"/resource_providers/{uuid}/usages", version="1.14").body[
+                "usages"
+            ]
+            consumers = self.placement.get(
+                f"/resource_providers/{uuid}/allocations", version="1.14"
+            ).body["allocations"]
+            summed: dict[str, int] = collections.Counter()
+            for alloc in consumers.values():
+                summed.update(alloc["resources"])
+            self.assertEqual(
+                {rc: n for rc, n in usages.items() if n},
+                dict(summed),
+                f"usage of {rp['name']}",
+            )
+
+    def server_cells(self, server_id: str) -> set[int]:
+        inst = objects.Instance.get_by_uuid(self.ctxt, server_id)
+        return {cell.id for cell in inst.numa_topology.cells}
+
+    # --- hosts -----------------------------------------------------------------------------
+
+    def start_numa_compute(
+        self, hostname: str, cells: int = 2, cores: int = 4, huge_pages: int = 0
+    ) -> None:
+        """A host of ``cells`` NUMA cells, ``cores`` cores each (no SMT), 16 GiB per cell
+        (``kB_mem`` spread), with ``huge_pages`` 2 MiB pages per cell."""
+        host_info = fakelibvirt.HostInfo(
+            cpu_nodes=cells, cpu_sockets=1, cpu_cores=cores, cpu_threads=1, kB_mem=16777216
+        )
+        if huge_pages:
+            for cell in host_info.numa_topology.cells:
+                small = (host_info.kB_mem // cells - 2048 * huge_pages) // 4
+                cell.mempages = fakelibvirt.create_mempages([(4, small), (2048, huge_pages)])
+        self.start_compute(host_info=host_info, hostname=hostname)
+
+
+class TreeTest(NumaPlacementBase):
+    """Patch 1: the libvirt driver reports the spec's tree."""
+
+    def test_tree_shape(self) -> None:
+        self.flags(cpu_dedicated_set="0-3", cpu_shared_set="4-7", group="compute")
+        self.start_numa_compute("compute1", cells=2, cores=4, huge_pages=512)
+        tree = self.tree("compute1")
+        root = tree["compute1"]
+        self.assertNotIn("VCPU", root["inventories"])
+        self.assertNotIn("MEMORY_MB", root["inventories"])
+        self.assertIn("DISK_GB", root["inventories"])
+        self.assertNotIn("HW_NON_NUMA", root["traits"])
+        cells = {name for name in tree if re.match(r"^compute1_NUMA\d+$", name)}
+        self.assertEqual({"compute1_NUMA0", "compute1_NUMA1"}, cells)
+        for name in cells:
+            self.assertEqual("compute1", tree[name]["parent"])
+            self.assertIn("HW_NUMA_ROOT", tree[name]["traits"])
+        self.assertEqual({"PCPU": 4}, tree["compute1_NUMA0"]["inventories"])
+        self.assertEqual({"VCPU": 4}, tree["compute1_NUMA1"]["inventories"])
+        small = tree["compute1_NUMA0_PAGE_4KB"]
+        self.assertEqual("compute1_NUMA0", small["parent"])
+        self.assertEqual({"MEMORY_PAGE_SIZE_SMALL", "CUSTOM_MEMORY_PAGE_SIZE_4"}, small["traits"])
+        self.assertEqual({"MEMORY_MB": 8192 - 1024}, small["inventories"])
+        large = tree["compute1_NUMA1_PAGE_2048KB"]
+        self.assertEqual(
+            {"MEMORY_PAGE_SIZE_LARGE", "CUSTOM_MEMORY_PAGE_SIZE_2048"}, large["traits"]
+        )
+        self.assertEqual({"MEMORY_MB": 1024}, large["inventories"])
+
+    def test_non_numa_trait(self) -> None:
+        self.flags(enable_numa_reporting_to_placement=False, group="compute")
+        self.start_numa_compute("compute1")
+        tree = self.tree("compute1")
+        self.assertEqual({"compute1"}, set(tree))
+        self.assertIn("HW_NON_NUMA", tree["compute1"]["traits"])
+        self.assertIn("VCPU", tree["compute1"]["inventories"])
+
+
+class BootTest(NumaPlacementBase):
+    """Boots of pinned, huge-page and two-cell guests land where Placement allocated."""
+
+    def test_boot_two_cells(self) -> None:
+        self.start_numa_compute("compute1", cells=2, cores=4)
+        flavor = self._create_flavor(vcpu=4, memory_mb=4096, extra_spec={"hw:numa_nodes": "2"})
+        server = self._create_server(flavor_id=flavor)
+        self.assertEqual({0, 1}, self.server_cells(server["id"]))
+        self.assertCellsAligned()
+
+    def test_boot_pinned(self) -> None:
+        self.flags(cpu_dedicated_set="0-7", cpu_shared_set=None, group="compute")
+        self.start_numa_compute("compute1", cells=2, cores=4)
+        three = self._create_flavor(
+            vcpu=3, memory_mb=1024, extra_spec={"hw:cpu_policy": "dedicated"}
+        )
+        four = self._create_flavor(
+            vcpu=4, memory_mb=1024, extra_spec={"hw:cpu_policy": "dedicated"}
+        )
+        first = self._create_server(flavor_id=three)
+        self.assertCellsAligned()
+        second = self._create_server(flavor_id=four)
+        self.assertCellsAligned()
+        self.assertEqual(1, len(self.server_cells(first["id"])))
+        self.assertEqual(1, len(self.server_cells(second["id"])))
+        self.assertNotEqual(self.server_cells(first["id"]), self.server_cells(second["id"]))
+
+    def test_boot_pinned_two_cells(self) -> None:
+        self.flags(cpu_dedicated_set="0-7", cpu_shared_set=None, group="compute")
+        self.start_numa_compute("compute1", cells=2, cores=4)
+        flavor = self._create_flavor(
+            vcpu=6, memory_mb=2048, extra_spec={"hw:cpu_policy": "dedicated", "hw:numa_nodes": "2"}
+        )
+        server = self._create_server(flavor_id=flavor)
+        self.assertEqual({0, 1}, self.server_cells(server["id"]))
+        self.assertCellsAligned()
+
+    def test_boot_huge_pages(self) -> None:
+        self.start_numa_compute("compute1", cells=2, cores=4, huge_pages=512)
+        flavor = self._create_flavor(
+            vcpu=2, memory_mb=1024, extra_spec={"hw:mem_page_size": "large"}
+        )
+        servers = [self._create_server(flavor_id=flavor) for _ in range(2)]
+        self.assertCellsAligned()
+        for server in servers:
+            allocations = self.placement.get(f"/allocations/{server['id']}", version="1.28").body
+            names = {self.providers()[uuid]["name"] for uuid in allocations["allocations"]}
+            self.assertTrue(any(name.endswith("_PAGE_2048KB") for name in names), names)
+        # each cell has 1 GiB of 2 MiB pages: the two guests take one cell each
+        self.assertNotEqual(
+            self.server_cells(servers[0]["id"]), self.server_cells(servers[1]["id"])
+        )
+        third = self._create_server(flavor_id=flavor, expected_state="ERROR")
+        self.assertIn("No valid host", third["fault"]["message"])
