@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from placement_numa.api import microversion as mv
 from placement_numa.api.query import parse_in_tree, parse_member_of, parse_required, parse_resources
@@ -140,18 +141,8 @@ def _parse_root_required(values: list[str]) -> tuple[frozenset[str], frozenset[s
     return frozenset(required), frozenset(forbidden)
 
 
-def parse_candidate_query(
-    pairs: Sequence[tuple[str, str]], version: mv.Microversion
-) -> CandidateQuery:
-    """Parse ``pairs`` (the query string, in order, repeats kept) at ``version``.
-
-    Returns the ``CandidateQuery``: groups in order of first appearance (unsuffixed ``suffix``
-    ``None``), ``limit`` (first value, an int >= 1), ``group_policy``, ``same_subtree`` sets,
-    ``root_required`` / ``root_forbidden``. Raises ``BadRequest`` (``placement.undefined_code``),
-    ``QueryBadValue``, ``QueryMissingValue`` or ``QueryDuplicateKey`` with Placement's messages.
-    """
-    keys = [k for k, _ in pairs]
-    _check_keys(keys, version)
+def _check_last_values(pairs: Sequence[tuple[str, str]]) -> None:
+    """Placement's JSON-schema check of the last ``limit`` and ``group_policy`` (step 1)."""
     last_limit = _last(pairs, "limit")
     if last_limit is not None and not re.match(_LIMIT_PATTERN, last_limit):
         raise BadRequest(
@@ -165,20 +156,19 @@ def parse_candidate_query(
             " 'enum' in schema['properties']['group_policy']"
         )
 
-    # step 2: request-wide parameters (Placement takes the first limit and group_policy)
-    limits = _all(pairs, "limit")
-    limit = _parse_limit(limits[0]) if limits else None
+
+def _parse_group_policy(pairs: Sequence[tuple[str, str]]) -> GroupPolicy | None:
+    """The first ``group_policy`` (Placement takes the first)."""
     policies = _all(pairs, "group_policy")
-    group_policy: GroupPolicy | None = None
-    if policies:
-        group_policy = "isolate" if policies[0] == "isolate" else "none"
-        if policies[0] not in ("none", "isolate"):
-            raise BadRequest(f"{_INVALID}: '{policies[0]}' is not one of ['none', 'isolate']")
-    root_required: frozenset[str] = frozenset()
-    root_forbidden: frozenset[str] = frozenset()
-    root_values = _all(pairs, "root_required")
-    if root_values:
-        root_required, root_forbidden = _parse_root_required(root_values)
+    if not policies:
+        return None
+    if policies[0] not in ("none", "isolate"):
+        raise BadRequest(f"{_INVALID}: '{policies[0]}' is not one of ['none', 'isolate']")
+    return "isolate" if policies[0] == "isolate" else "none"
+
+
+def _parse_same_subtree(pairs: Sequence[tuple[str, str]]) -> list[frozenset[str]]:
+    """Each ``same_subtree`` value as a set of suffixes; the empty suffix refused."""
     same_subtree: list[frozenset[str]] = []
     for value in _all(pairs, "same_subtree"):
         names = frozenset(part.strip() for part in value.split(","))
@@ -187,11 +177,14 @@ def parse_candidate_query(
                 "Empty string (unsuffixed group) can not be specified in `same_subtree` "
             )
         same_subtree.append(names)
+    return same_subtree
 
-    # step 3: request groups, in order of first appearance
+
+def _parse_groups(pairs: Sequence[tuple[str, str]], version: mv.Microversion) -> list[RequestGroup]:
+    """The request groups, in order of first appearance (step 3, values)."""
     pattern = _key_pattern(version)
     order: list[str] = []
-    fields: dict[str, dict[str, object]] = {}
+    fields: dict[str, dict[str, Any]] = {}
     for key, value in pairs:
         match = pattern.match(key)
         if match is None:
@@ -209,74 +202,80 @@ def parse_candidate_query(
             group["member_of"] = parse_member_of(_all(pairs, key), version, suffix=suffix)
         else:
             group["in_tree"] = parse_in_tree(value)
+    return [_group(suffix, fields[suffix]) for suffix in order]
 
-    groups: list[RequestGroup] = []
-    for suffix in order:
-        f = fields[suffix]
-        required = f.get("required")
-        member_of = f.get("member_of")
-        groups.append(
-            RequestGroup(
-                suffix=suffix or None,
-                resources=f.get("resources") or {},  # type: ignore[arg-type]
-                required_traits=required.all_of if required else frozenset(),  # type: ignore[attr-defined]
-                any_traits=required.any_of if required else (),  # type: ignore[attr-defined]
-                forbidden_traits=required.forbidden if required else frozenset(),  # type: ignore[attr-defined]
-                member_of=member_of.any_of if member_of else (),  # type: ignore[attr-defined]
-                forbidden_aggregates=member_of.forbidden if member_of else frozenset(),  # type: ignore[attr-defined]
-                in_tree=f.get("in_tree"),  # type: ignore[arg-type]
-            )
+
+def _group(suffix: str, fields: dict[str, Any]) -> RequestGroup:
+    required = fields.get("required")
+    member_of = fields.get("member_of")
+    return RequestGroup(
+        suffix=suffix or None,
+        resources=fields.get("resources") or {},
+        required_traits=required.all_of if required else frozenset(),
+        any_traits=required.any_of if required else (),
+        forbidden_traits=required.forbidden if required else frozenset(),
+        member_of=member_of.any_of if member_of else (),
+        forbidden_aggregates=member_of.forbidden if member_of else frozenset(),
+        in_tree=fields.get("in_tree"),
+    )
+
+
+def _check_subtree_groups(groups: list[RequestGroup], same_subtree: list[frozenset[str]]) -> None:
+    """From 1.36: at least one group with resources, resourceless groups only inside
+    ``same_subtree``, and every suffix there names a group (step 3)."""
+    resourceless = [g.label for g in groups if not g.resources]
+    if len(resourceless) == len(groups):
+        raise QueryMissingValue("There must be at least one resources or resources[$S] parameter.")
+    in_subtree = set().union(*same_subtree) if same_subtree else set()
+    bad = [s for s in resourceless if s not in in_subtree]
+    if bad:
+        raise QueryBadValue(
+            "Resourceless suffixed group request should be specified in `same_subtree` query"
+            f" param: bad group(s) - {bad!r}."
+        )
+    known = [g.label for g in groups]
+    missing = [s for s in sorted(in_subtree) if s not in known]
+    if missing:
+        raise QueryBadValue(
+            f"Real suffixes should be specified in `same_subtree`: {missing!r} not found in"
+            f" {known!r}."
         )
 
-    if version >= mv.SAME_SUBTREE:
-        resourceless = [g.label for g in groups if not g.resources]
-        if len(resourceless) == len(groups):
-            raise QueryMissingValue(
-                "There must be at least one resources or resources[$S] parameter."
-            )
-        in_subtree = set().union(*same_subtree) if same_subtree else set()
-        bad = [s for s in resourceless if s not in in_subtree]
-        if bad:
-            raise QueryBadValue(
-                "Resourceless suffixed group request should be specified in `same_subtree` query"
-                f" param: bad group(s) - {bad!r}."
-            )
-        known = [g.label for g in groups]
-        missing = [s for s in sorted(in_subtree) if s not in known]
-        if missing:
-            raise QueryBadValue(
-                f"Real suffixes should be specified in `same_subtree`: {missing!r} not found in"
-                f" {known!r}."
-            )
-    else:
-        orphans = [
-            f"required{g.label}"
-            for g in groups
-            if not g.resources and (g.required_traits or g.any_traits)
-        ]
-        if orphans:
-            raise BadRequest(
-                "All traits parameters must be associated with resources.  Found the following"
-                " orphaned traits keys: " + ", ".join(orphans)
-            )
-        orphans = [
-            f"member_of{g.label}"
-            for g in groups
-            if not g.resources and (g.member_of or g.forbidden_aggregates)
-        ]
-        if orphans:
-            raise BadRequest(
-                "All member_of parameters must be associated with resources. Found the following"
-                " orphaned member_of keys: " + ", ".join(orphans)
-            )
-        if not all(g.resources for g in groups):
-            raise BadRequest("All request groups must specify resources.")
-        if not groups:
-            raise BadRequest(
-                "At least one request group (`resources` or `resources{$S}`) is required."
-            )
 
-    # step 4: conflicts, group_policy
+def _check_groups_have_resources(groups: list[RequestGroup]) -> None:
+    """Before 1.36: traits and member_of only with resources, every group with resources, at
+    least one group (step 3)."""
+    orphans = [
+        f"required{g.label}"
+        for g in groups
+        if not g.resources and (g.required_traits or g.any_traits)
+    ]
+    if orphans:
+        raise BadRequest(
+            "All traits parameters must be associated with resources.  Found the following"
+            " orphaned traits keys: " + ", ".join(orphans)
+        )
+    orphans = [
+        f"member_of{g.label}"
+        for g in groups
+        if not g.resources and (g.member_of or g.forbidden_aggregates)
+    ]
+    if orphans:
+        raise BadRequest(
+            "All member_of parameters must be associated with resources. Found the following"
+            " orphaned member_of keys: " + ", ".join(orphans)
+        )
+    if not all(g.resources for g in groups):
+        raise BadRequest("All request groups must specify resources.")
+    if not groups:
+        raise BadRequest("At least one request group (`resources` or `resources{$S}`) is required.")
+
+
+def _check_conflicts(
+    groups: list[RequestGroup], group_policy: GroupPolicy | None, version: mv.Microversion
+) -> None:
+    """Required traits that are also forbidden; ``group_policy`` with several suffixed groups
+    (step 4)."""
     if version >= mv.FORBIDDEN_TRAITS:
         conflicts = []
         for g in groups:
@@ -294,6 +293,36 @@ def parse_candidate_query(
             'The "group_policy" parameter is required when specifying more than one'
             ' "resources{N}" parameter.'
         )
+
+
+def parse_candidate_query(
+    pairs: Sequence[tuple[str, str]], version: mv.Microversion
+) -> CandidateQuery:
+    """Parse ``pairs`` (the query string, in order, repeats kept) at ``version``.
+
+    Returns the ``CandidateQuery``: groups in order of first appearance (unsuffixed ``suffix``
+    ``None``), ``limit`` (first value, an int >= 1), ``group_policy``, ``same_subtree`` sets,
+    ``root_required`` / ``root_forbidden``. Raises ``BadRequest`` (``placement.undefined_code``),
+    ``QueryBadValue``, ``QueryMissingValue`` or ``QueryDuplicateKey`` with Placement's messages,
+    in the order of the module docstring's steps.
+    """
+    _check_keys([k for k, _ in pairs], version)
+    _check_last_values(pairs)
+    limits = _all(pairs, "limit")
+    limit = _parse_limit(limits[0]) if limits else None
+    group_policy = _parse_group_policy(pairs)
+    root_required: frozenset[str] = frozenset()
+    root_forbidden: frozenset[str] = frozenset()
+    root_values = _all(pairs, "root_required")
+    if root_values:
+        root_required, root_forbidden = _parse_root_required(root_values)
+    same_subtree = _parse_same_subtree(pairs)
+    groups = _parse_groups(pairs, version)
+    if version >= mv.SAME_SUBTREE:
+        _check_subtree_groups(groups, same_subtree)
+    else:
+        _check_groups_have_resources(groups)
+    _check_conflicts(groups, group_policy, version)
     return CandidateQuery(
         groups=tuple(groups),
         group_policy=group_policy,
