@@ -14,7 +14,8 @@ Times, p50 over ``--repeat`` runs with wall (``time.perf_counter``) and CPU
 * ``POST /allocation_candidates/claim`` with the two-cell flavor (a new consumer each time, so
   every claim writes and the next search sees a changed tree).
 
-``--profile``: cProfile of the first-time two-cell query at ``limit=10`` (top 25 by cumulative).
+``--profile``: cProfile of the route functions (search, claim, rendering) of a first-time two-cell
+query at ``limit=10`` and ``limit=1000`` and a claim (top 30 by cumulative time).
 
     python benchmarks/numa_scale.py --hosts 10000 --db /tmp/pn-scale-10000.sqlite
 """
@@ -32,14 +33,11 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+import fastapi.routing
 from fastapi.testclient import TestClient
 from scale import seeded  # benchmarks/scale.py
 
-from placement_numa.api.cell_index_dep import cell_index_for_state
-from placement_numa.api.engine_dep import engine_for_state
 from placement_numa.app import create_app
-from placement_numa.numa.flavor import Flavor
-from placement_numa.services import numa_candidates
 from placement_numa.settings import Settings
 
 HEADERS = {
@@ -72,21 +70,32 @@ def timed(action: Callable[[], Any], repeat: int) -> tuple[float, float]:
     return statistics.median(walls), statistics.median(cpus)
 
 
-def profiled(app: Any, body: dict[str, Any], limit: int) -> None:
-    """cProfile of the flavor service (what the handler calls), top 30 by cumulative time."""
-    state = app.state
-    profile = cProfile.Profile()
-    profile.enable()
-    numa_candidates.flavor_candidates(
-        database=state.database,
-        engine=engine_for_state(state),
-        flavor=Flavor(**body),
-        image=None,
-        options=numa_candidates.NumaOptions(limit=limit),
-        index_cache=cell_index_for_state(state),
-    )
-    profile.disable()
-    pstats.Stats(profile).sort_stats("cumulative").print_stats(30)
+class RouteProfile:
+    """cProfile of the route functions FastAPI runs in its thread pool (sync endpoints: the
+    search, the claim and the rendering), while ``active``."""
+
+    def __init__(self) -> None:
+        self.profile = cProfile.Profile()
+        self.active = False
+        original = fastapi.routing.run_in_threadpool
+
+        async def run(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+            def profiled(*args: Any, **kwargs: Any) -> Any:
+                if not self.active:
+                    return func(*args, **kwargs)
+                self.profile.enable()
+                try:
+                    return func(*args, **kwargs)
+                finally:
+                    self.profile.disable()
+
+            return await original(profiled, *args, **kwargs)
+
+        fastapi.routing.run_in_threadpool = run  # type: ignore[assignment]
+
+    def report(self, top: int = 30) -> None:
+        """Print the top ``top`` functions by cumulative time."""
+        pstats.Stats(self.profile).sort_stats("cumulative").print_stats(top)
 
 
 def main() -> int:
@@ -97,6 +106,7 @@ def main() -> int:
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     url = seeded(args.hosts, args.db)
+    profiler = RouteProfile() if args.profile else None
     app = create_app(Settings(database_url=url, auth_strategy="noauth2"))
     with TestClient(app) as client:
 
@@ -125,8 +135,13 @@ def main() -> int:
             post("/allocation_candidates/claim", body)()
 
         post("/allocation_candidates", {"flavor": flavor(2, fresh=False), "limit": 10})()
-        if args.profile:
-            profiled(app, flavor(2, fresh=True), 10)
+        if profiler is not None:
+            profiler.active = True
+            for limit in (10, 1000):
+                first_time(2, limit)()
+            claim()
+            profiler.active = False
+            profiler.report()
         cases: dict[str, Callable[[], None]] = {}
         for limit in (10, 1000):
             body = {"flavor": flavor(2, fresh=False), "limit": limit}

@@ -1,0 +1,98 @@
+"""The NUMA host view (``numa.host_view``) and the engine's look-alike root classes
+(``engine.root_classes``) stay exact when snapshots are patched.
+
+A view derived for a patched snapshot (only the replaced trees recomputed) equals a view built
+from scratch on a fresh build of the same rows, host by host; and two roots share a profile
+class exactly when ``RootSearch._profile`` says they look alike, on patched snapshots too
+(the tree layout is carried over by patches).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from placement_numa.domain.request_groups import CandidateQuery, RequestGroup
+from placement_numa.engine.answers import room_code_array
+from placement_numa.engine.fleet import FleetSnapshot
+from placement_numa.engine.fleet_patch import replace_trees
+from placement_numa.engine.plan import plan_query
+from placement_numa.engine.replay import RootSearch
+from placement_numa.engine.root_classes import profile_classes
+from placement_numa.numa.engine_rank import CellIndex
+from placement_numa.numa.host_view import host_view
+from tests.candidate_fleets import forests
+from tests.test_fleet_patch_sharing import edits, root_of, rows, state_of, touched_roots
+
+CPU = ("VCPU",)
+QUERY = CandidateQuery(
+    groups=(
+        RequestGroup(suffix="_A", resources={"VCPU": 1}, required_traits=frozenset()),
+        RequestGroup(suffix="_B", resources={"MEMORY_MB": 2}),
+    ),
+    group_policy="none",
+)
+
+
+def hosts_by_uuid(fleet: FleetSnapshot, index: CellIndex) -> dict[str, Any]:
+    """Every root's host entry, by uuids (indices differ between patched and fresh builds)."""
+    view = host_view(fleet, index, CPU)
+    uuids = fleet.uuids
+    found = {}
+    for root in fleet.roots:
+        ids, host, _ = view.host(fleet, root)
+        found[uuids[root]] = (
+            {uuids[cell]: cell_id for cell, cell_id in ids.items()},
+            dict(host.free_cpus),
+            host.distances,
+        )
+    return found
+
+
+def classes_agree(fleet: FleetSnapshot) -> None:
+    """Equal profile classes exactly for roots ``RootSearch`` finds alike."""
+    plan = plan_query(fleet, QUERY)
+    searcher = RootSearch(plan)
+    codes = room_code_array(plan)
+    if codes is None or not searcher.by_profile:
+        return
+    classes = profile_classes(fleet, codes)
+    roots = [r for r in fleet.roots if r not in fleet.shared_into]
+    for a in roots:
+        for b in roots:
+            alike = searcher._profile(a) == searcher._profile(b)
+            assert (classes[a] == classes[b]) == alike, (a, b)
+    assert numpy.all(classes[roots] >= 0)
+
+
+@settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(st.data())
+def test_derived_views_equal_fresh_ones(data: st.DataObject) -> None:
+    current = data.draw(forests())
+    index = CellIndex()
+    host_view(current, index, CPU)
+    classes_agree(current)
+    state = state_of(current)
+    for revision in range(2, 2 + data.draw(st.integers(1, 4))):
+        new_state = data.draw(edits(state, current.max_id))
+        roots = touched_roots(state, new_state)
+        replaced = [pid for pid in new_state if root_of(new_state, pid) in roots]
+        patched = replace_trees(
+            current,
+            revision,
+            sorted(roots),
+            *rows(new_state, replaced),
+            owned=data.draw(st.booleans()),
+        )
+        assert patched is not None
+        fresh = FleetSnapshot.build(revision, *rows(new_state, list(new_state)))
+        assert hosts_by_uuid(patched, index) == hosts_by_uuid(fresh, index)
+        classes_agree(patched)
+        current, state = patched, new_state
