@@ -128,6 +128,9 @@ class FleetSnapshot:
         # build, where ``patched_from`` is ``None``); caches above key on these
         self.replaced_providers: frozenset[int] = frozenset()
         self.replaced_roots: frozenset[int] = frozenset()
+        # the writes since ``patched_from`` include some that touched no provider (names,
+        # NUMA distances: what the change log records as ``names``), set by the loader
+        self.changed_beyond_trees = False
         # answers of queries per tree profile, in member positions (``engine/replay.py``,
         # ``AnswerMemo``): content-keyed like the profile ids, so shared with the same tables
         self.answer_memo: dict[object, Any] = {}

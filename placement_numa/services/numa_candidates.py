@@ -34,8 +34,9 @@ nothing changed. Raises ``InvalidFlavor`` (400) from ``numa_request``.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import replace
+from typing import Any, TypeVar
 
 from placement_numa.db.database import Database
 from placement_numa.db.repositories import numa_distances as repo
@@ -70,17 +71,65 @@ __all__ = [
 ]
 
 
+V = TypeVar("V")
+
+
+def _cell_rows(conn: Any, roots: Collection[int] | None = None) -> CellIndex:
+    """The cell names, distance matrices, host names and sockets of every tree (of ``roots``,
+    root provider database ids, when given) as a ``CellIndex``."""
+    names = repo.all_cell_names(conn, roots)
+    matrices = repo.all_matrices(conn, roots)
+    hosts = repo.root_names(conn, roots)
+    sockets = repo.all_sockets(conn, roots)
+    ids = {uuid: cid for uuid, name in names if (cid := cell_id_from_name(name)) is not None}
+    return CellIndex(ids, matrices, hosts, sockets)
+
+
 def _load_cell_index(database: Database) -> tuple[int, CellIndex]:
     """``(revision, index)``: the revision counter read BEFORE the cell names, distance matrices
     and host names (one read connection), so the index reflects at least that revision."""
     with database.read() as conn:
         revision = current_revision(conn)
-        names = repo.all_cell_names(conn)
-        matrices = repo.all_matrices(conn)
-        hosts = repo.root_names(conn)
-        sockets = repo.all_sockets(conn)
-    ids = {uuid: cid for uuid, name in names if (cid := cell_id_from_name(name)) is not None}
-    return revision, CellIndex(ids, matrices, hosts, sockets)
+        index = _cell_rows(conn)
+    return revision, index
+
+
+def _patched_index(database: Database, index: CellIndex, fleet: FleetSnapshot) -> CellIndex:
+    """``index`` (as of ``fleet.patched_from``) brought to ``fleet``: the rows of the trees the
+    refresh replaced are read again (the writes in between touched only those trees:
+    ``fleet.changed_beyond_trees`` is false); the same object when none of them changed (an
+    allocation write), so caches keyed by the index stay valid."""
+    providers = fleet.providers
+    roots = [r for r in fleet.replaced_roots if r in fleet.tree and providers[r].parent < 0]
+    if not roots:
+        return index
+    with database.read() as conn:
+        fresh = _cell_rows(conn, [providers[r].id for r in roots])
+    uuids = fleet.uuids
+    cells = {uuids[m] for r in roots for m in fleet.tree[r]}
+    hosts = [uuids[r] for r in roots]
+    if (
+        {u: c for u, c in index.cell_ids.items() if u in cells} == fresh.cell_ids
+        and all(index.host_names.get(u) == fresh.host_names.get(u) for u in hosts)
+        and all(index.distances.get(u) == fresh.distances.get(u) for u in hosts)
+        and all(index.sockets.get(u) == fresh.sockets.get(u) for u in hosts)
+    ):
+        return index
+    return CellIndex(
+        _merged(index.cell_ids, fresh.cell_ids, cells),
+        _merged(index.distances, fresh.distances, hosts),
+        _merged(index.host_names, fresh.host_names, hosts),
+        _merged(index.sockets, fresh.sockets, hosts),
+    )
+
+
+def _merged(old: Mapping[str, V], new: Mapping[str, V], replaced: Iterable[str]) -> dict[str, V]:
+    """``old`` without the keys ``replaced``, plus ``new``."""
+    merged = dict(old)
+    for key in replaced:
+        merged.pop(key, None)
+    merged.update(new)
+    return merged
 
 
 class CellIndexCache:
@@ -96,15 +145,32 @@ class CellIndexCache:
         self._entry: tuple[int, CellIndex] | None = None
         self._lock = threading.Lock()
         self.loads = 0
+        self.patches = 0
 
-    def get(self, database: Database, revision: int) -> CellIndex:
-        """The index as of ``revision`` (a ``FleetSnapshot.revision``) or later."""
+    def get(
+        self, database: Database, revision: int, fleet: FleetSnapshot | None = None
+    ) -> CellIndex:
+        """The index as of ``revision`` (a ``FleetSnapshot.revision``) or later. With ``fleet``
+        (the snapshot at ``revision``) patched from the revision the cached index reflects and
+        only trees changed since (``FleetSnapshot.changed_beyond_trees`` false), only the
+        replaced trees are read again (``patches`` counts these)."""
         entry = self._entry
         if entry is not None and entry[0] >= revision:
             return entry[1]
         with self._lock:
             entry = self._entry
-            if entry is None or entry[0] < revision:
+            if entry is not None and entry[0] >= revision:
+                return entry[1]
+            if (
+                entry is not None
+                and fleet is not None
+                and fleet.revision == revision
+                and fleet.patched_from == entry[0]
+                and not fleet.changed_beyond_trees
+            ):
+                entry = self._entry = (revision, _patched_index(database, entry[1], fleet))
+                self.patches += 1
+            else:
                 entry = self._entry = _load_cell_index(database)
                 self.loads += 1
             return entry[1]
@@ -117,7 +183,7 @@ def _cell_index(
     no ``index_cache`` is given)."""
     if database is None:
         return CellIndex()
-    return (index_cache or CellIndexCache()).get(database, fleet.revision)
+    return (index_cache or CellIndexCache()).get(database, fleet.revision, fleet)
 
 
 def _named(found: list[RankedCandidate], index: CellIndex) -> list[RankedCandidate]:

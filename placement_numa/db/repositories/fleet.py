@@ -271,6 +271,7 @@ def refresh_fleet(conn: Connection, fleet: FleetSnapshot, *, owned: bool = False
     if patched is None:
         return load_fleet(conn)
     if any(kind == changes.NAMES for _, kind, _, _ in rows):
+        patched.changed_beyond_trees = True
         rc_names, trait_names = _names(conn)
         patched.resource_class_names = frozenset(rc_names.values())
         patched.trait_names = frozenset(trait_names.values())

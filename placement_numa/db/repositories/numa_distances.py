@@ -12,9 +12,10 @@ when the sockets (``physical_package_id``) of the cells are known (issue 22; no 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import os_traits
 from sqlalchemy import delete, insert, select, update
@@ -188,9 +189,10 @@ def delete_row(conn: Connection, root_provider_id: int, seen: int) -> None:
         )
 
 
-def all_cell_names(conn: Connection) -> list[tuple[str, str]]:
-    """``(cell provider uuid, name)`` of every ``HW_NUMA_ROOT`` provider of the fleet."""
-    rows = conn.execute(
+def all_cell_names(conn: Connection, roots: Collection[int] | None = None) -> list[tuple[str, str]]:
+    """``(cell provider uuid, name)`` of every ``HW_NUMA_ROOT`` provider of the fleet (of the
+    trees of ``roots``, root provider database ids, when given)."""
+    query = (
         select(rp.c.uuid, rp.c.name)
         .select_from(
             rp.join(rpt, rpt.c.resource_provider_id == rp.c.id).join(
@@ -198,31 +200,44 @@ def all_cell_names(conn: Connection) -> list[tuple[str, str]]:
             )
         )
         .where(traits.c.name == HW_NUMA_ROOT)
-    ).all()
-    return [(row[0], row[1]) for row in rows]
+    )
+    if roots is not None:
+        query = query.where(rp.c.root_provider_id.in_(list(roots)))
+    return [(row[0], row[1]) for row in conn.execute(query).all()]
 
 
-def root_names(conn: Connection) -> dict[str, str]:
-    """Names of every root provider (compute node), by uuid."""
-    rows = conn.execute(select(rp.c.uuid, rp.c.name).where(rp.c.parent_provider_id.is_(None))).all()
-    return {row[0]: row[1] for row in rows}
+def root_names(conn: Connection, roots: Collection[int] | None = None) -> dict[str, str]:
+    """Names of every root provider (compute node), by uuid (of ``roots`` when given)."""
+    query = select(rp.c.uuid, rp.c.name).where(rp.c.parent_provider_id.is_(None))
+    if roots is not None:
+        query = query.where(rp.c.id.in_(list(roots)))
+    return {row[0]: row[1] for row in conn.execute(query).all()}
 
 
-def all_matrices(conn: Connection) -> dict[str, dict[int, dict[int, int]]]:
-    """Every stored matrix, by root provider uuid."""
-    rows = conn.execute(
-        select(rp.c.uuid, nd.c.matrix).select_from(nd.join(rp, rp.c.id == nd.c.root_provider_id))
-    ).all()
-    return {row[0]: _decode(row[1]) for row in rows}
+def _stored(conn: Connection, roots: Collection[int] | None) -> list[Any]:
+    """``(root uuid, stored text)`` of every stored matrix (of ``roots`` when given)."""
+    query = select(rp.c.uuid, nd.c.matrix).select_from(
+        nd.join(rp, rp.c.id == nd.c.root_provider_id)
+    )
+    if roots is not None:
+        query = query.where(nd.c.root_provider_id.in_(list(roots)))
+    return list(conn.execute(query).all())
 
 
-def all_sockets(conn: Connection) -> dict[str, dict[int, int]]:
-    """Every stored cell -> socket map, by root provider uuid (hosts without one absent)."""
-    rows = conn.execute(
-        select(rp.c.uuid, nd.c.matrix).select_from(nd.join(rp, rp.c.id == nd.c.root_provider_id))
-    ).all()
+def all_matrices(
+    conn: Connection, roots: Collection[int] | None = None
+) -> dict[str, dict[int, dict[int, int]]]:
+    """Every stored matrix, by root provider uuid (of ``roots`` when given)."""
+    return {row[0]: _decode(row[1]) for row in _stored(conn, roots)}
+
+
+def all_sockets(
+    conn: Connection, roots: Collection[int] | None = None
+) -> dict[str, dict[int, int]]:
+    """Every stored cell -> socket map, by root provider uuid (hosts without one absent; of
+    ``roots`` when given)."""
     found: dict[str, dict[int, int]] = {}
-    for uuid, text in rows:
+    for uuid, text in _stored(conn, roots):
         sockets = _decode_both(text)[1]
         if sockets:
             found[uuid] = sockets
