@@ -67,14 +67,22 @@ def nova() -> str:
     return python
 
 
-def ask_nova(python: str, request: dict[str, Any]) -> dict[str, Any]:
+def ask_nova(
+    python: str,
+    request: dict[str, Any],
+    *,
+    script: Path = ORACLE,
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Run ``script`` (the oracle by default) with Nova's ``python``: JSON in, JSON out."""
     done = subprocess.run(
-        [python, str(ORACLE)],
+        [python, str(script)],
         input=json.dumps(request),
         capture_output=True,
         text=True,
         timeout=900,
         check=False,
+        env=env,
     )
     assert done.returncode == 0, done.stderr[-4000:]
     answer: dict[str, Any] = json.loads(done.stdout)

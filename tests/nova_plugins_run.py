@@ -1,0 +1,141 @@
+"""Nova 34's scheduler steps with placement-numa's plugins, run with the Python of a Nova
+virtualenv (``PLACEMENT_NUMA_NOVA_PYTHON``; ``integrations/nova`` on ``PYTHONPATH``) against a
+live placement-numa. JSON in on stdin, JSON out on stdout. Stdlib, Nova and the plugins only.
+
+Input::
+
+    {"url": "http://127.0.0.1:port", "flavor": {"vcpus", "memory_mb", "root_gb",
+     "extra_specs"}, "image": {glance properties}, "instance_uuid": "...", "claim": bool}
+
+What runs, all Nova's own classes: the report client (keystoneauth1 session with a token
+endpoint, the way ``[placement]`` would build it) as the singleton the filter uses;
+``ResourceRequest.from_request_spec`` and ``get_allocation_candidates`` (the scheduler's GET);
+``HostState`` objects carrying the candidates of their compute node as the scheduler's
+``hosts_with_alloc_reqs`` does; ``HostFilterHandler`` with ``NUMACandidatesFilter``;
+``HostWeightHandler`` with ``NUMARankWeigher``; ``claim_resources`` of the first candidate of the
+best host, as ``SchedulerManager._schedule`` does.
+
+Output::
+
+    {"get_hosts": [names Nova's GET returned], "passed": [names], "weighed": [names, best
+     first], "posts": n (POSTs to placement-numa), "claimed": bool, "host": name | null,
+     "allocations": {rp uuid: {rc: n}} | null, "candidates": {name: [allocations, ...]}}
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import json
+import sys
+import warnings
+from typing import Any
+
+
+def main() -> None:
+    warnings.simplefilter("ignore")
+    request = json.load(sys.stdin)
+    from keystoneauth1 import adapter, session, token_endpoint
+    from nova import context as nova_context
+    from nova import objects
+    from nova.conf import CONF
+    from nova.scheduler import host_manager, utils
+    from nova.scheduler.client import report
+    from nova.scheduler.filters import HostFilterHandler
+    from nova.scheduler.weights import HostWeightHandler
+    from placement_numa_nova.filters import NUMACandidatesFilter
+    from placement_numa_nova.weights import NUMARankWeigher
+
+    CONF([], project="nova")
+    objects.register_all()
+    auth = token_endpoint.Token(request["url"], "admin")
+    placement = adapter.Adapter(  # as Nova builds it: status codes checked by the caller
+        session.Session(auth=auth), service_type="placement", raise_exc=False
+    )
+    client = report.SchedulerReportClient(adapter=placement)
+    report.PLACEMENTCLIENT = client  # the singleton the filter asks for
+    posts: list[str] = []
+    post = client.post
+
+    def counted_post(url: str, data: Any, **kwargs: Any) -> Any:
+        posts.append(url)
+        return post(url, data, **kwargs)
+
+    client.post = counted_post  # count the filter's queries (once per request)
+    ctx = nova_context.get_admin_context()
+    flavor = request["flavor"]
+    spec = objects.RequestSpec(
+        flavor=objects.Flavor(
+            name="f",
+            flavorid="f",
+            vcpus=flavor["vcpus"],
+            memory_mb=flavor["memory_mb"],
+            root_gb=flavor.get("root_gb", 0),
+            ephemeral_gb=0,
+            swap=0,
+            extra_specs=flavor.get("extra_specs", {}),
+        ),
+        image=objects.ImageMeta.from_dict({"properties": request.get("image", {})}),
+        instance_uuid=request["instance_uuid"],
+        project_id="00000000-0000-0000-0000-00000000000a",
+        user_id="00000000-0000-0000-0000-00000000000b",
+        num_instances=1,
+        is_bfv=False,
+        requested_resources=[],
+        scheduler_hints={},
+    )
+    resources = utils.ResourceRequest.from_request_spec(spec)
+    alloc_reqs, _summaries, version = client.get_allocation_candidates(ctx, resources)
+    by_root: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
+    for candidate in alloc_reqs or []:
+        for rp in candidate["allocations"]:
+            by_root[rp].append(candidate)
+    names = {
+        p["uuid"]: p["name"]
+        for p in client.get("/resource_providers", version="1.14").json()["resource_providers"]
+        if p["uuid"] == p["root_provider_uuid"]
+    }
+    hosts = []
+    for uuid, name in sorted(names.items(), key=lambda item: item[1]):
+        if uuid not in by_root:
+            continue
+        host = host_manager.HostState(name, name, "cell1")
+        host.uuid = uuid
+        host.allocation_candidates = copy.deepcopy(by_root[uuid])
+        hosts.append(host)
+    get_hosts = [h.host for h in hosts]
+    passed = list(
+        HostFilterHandler().get_filtered_objects([NUMACandidatesFilter()], hosts, spec, 0) or []
+    )
+    weighed = HostWeightHandler().get_weighed_objects([NUMARankWeigher()], passed, spec)
+    best = weighed[0].obj if weighed else None
+    claimed = False
+    if best is not None and request.get("claim"):
+        claimed = utils.claim_resources(
+            ctx, client, spec, request["instance_uuid"], best.allocation_candidates[0],
+            allocation_request_version=version,
+        )  # fmt: skip
+    held = None
+    if claimed:
+        held = client.get(f"/allocations/{request['instance_uuid']}", version="1.28").json()
+    json.dump(
+        {
+            "get_hosts": get_hosts,
+            "passed": [h.host for h in passed],
+            "weighed": [w.obj.host for w in weighed],
+            "posts": len(posts),
+            "claimed": bool(claimed),
+            "host": best.host if best is not None else None,
+            "allocations": None
+            if held is None
+            else {rp: a["resources"] for rp, a in held["allocations"].items()},
+            "candidates": {
+                h.host: [c["allocations"] for c in h.allocation_candidates] for h in passed
+            },
+        },
+        sys.stdout,
+    )
+
+
+if __name__ == "__main__":
+    main()

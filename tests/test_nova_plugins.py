@@ -1,0 +1,128 @@
+"""placement-numa's Nova plugins (``integrations/nova``, issue 28) in Nova 34's own scheduler
+classes, against a live placement-numa holding the demo fleet.
+
+Nova runs in its own virtualenv (``.nova-venv`` made by ``.ci/run``, or the interpreter named by
+``PLACEMENT_NUMA_NOVA_PYTHON``) through ``tests/nova_plugins_run.py``; the test is skipped when
+there is none (fails in CI). Each case compares what Nova's filter handler, weigher handler and
+claim did with placement-numa's own answer to the same flavor.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid as uuidlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from placement_numa.cli import main
+from tests.live_server import LiveServer
+from tests.test_nova_differential import ask_nova
+from tests.test_nova_differential import nova as nova_python  # noqa: F401  (fixture)
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = Path(__file__).resolve().parent / "nova_plugins_run.py"
+PORT = 19081
+
+CASES: dict[str, dict[str, Any]] = {
+    "two-cells": {"flavor": {"vcpus": 8, "memory_mb": 8192, "extra_specs": {"hw:numa_nodes": "2"}}},
+    "pinned-1g-pages": {
+        "flavor": {
+            "vcpus": 8,
+            "memory_mb": 16384,
+            "root_gb": 40,
+            "extra_specs": {
+                "hw:numa_nodes": "2",
+                "hw:cpu_policy": "dedicated",
+                "hw:mem_page_size": "1GB",
+            },
+        }
+    },
+    "image-numa-and-large-pages": {
+        "flavor": {"vcpus": 2, "memory_mb": 4096, "extra_specs": {"hw:mem_page_size": "any"}},
+        "image": {"hw_numa_nodes": "2", "hw_mem_page_size": "large"},
+    },
+    "image-cells-uneven": {
+        "flavor": {"vcpus": 4, "memory_mb": 4096, "extra_specs": {}},
+        "image": {
+            "hw_numa_nodes": "2",
+            "hw_numa_cpus.0": "0",
+            "hw_numa_mem.0": "1024",
+            "hw_numa_cpus.1": "1-3",
+            "hw_numa_mem.1": "3072",
+        },
+    },
+    # Nova refuses an image page size the flavor does not allow: placement-numa's 400 fails
+    # every host (NoValidHost), as Nova's own NUMATopologyFilter would find no fit
+    "invalid-image-page-size": {
+        "flavor": {"vcpus": 2, "memory_mb": 4096, "extra_specs": {}},
+        "image": {"hw_numa_nodes": "2", "hw_mem_page_size": "large"},
+    },
+    # 20 pinned CPUs: no cell and no host has them; Nova's GET finds no host either
+    "fits-nowhere": {
+        "flavor": {"vcpus": 20, "memory_mb": 32768, "extra_specs": {"hw:cpu_policy": "dedicated"}}
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    from placement_numa.app import prepare_database
+    from placement_numa.settings import Settings
+
+    url = f"sqlite:///{tmp_path_factory.mktemp('nova-plugins') / 'db.sqlite'}"
+    prepare_database(Settings(database_url=url))
+    with LiveServer(url, PORT, log_path=tmp_path_factory.mktemp("log") / "serve.log") as live:
+        assert main(["demo", "--url", live.base_url]) == 0
+        yield live
+
+
+def run_nova(python: str, request: dict[str, Any]) -> dict[str, Any]:
+    environment = {**os.environ, "PYTHONPATH": str(ROOT / "integrations" / "nova")}
+    return ask_nova(python, request, script=SCRIPT, env=environment)
+
+
+def ranked_hosts(server: LiveServer, case: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+    """placement-numa's hosts in rank order, and each host's best allocations."""
+    body = {key: value for key, value in case.items() if key in ("flavor", "image")}
+    with server.client() as http:
+        answer = http.post("/allocation_candidates", json=body).json()
+    order: list[str] = []
+    best: dict[str, Any] = {}
+    for request in answer.get("allocation_requests", []):  # none on a 400
+        host = request["numa"]["host"]
+        if host not in best:
+            order.append(host)
+            best[host] = {rp: a["resources"] for rp, a in request["allocations"].items()}
+    return order, best
+
+
+@pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
+def test_nova_schedules_on_placement_numa_rank_and_claims_aligned_candidates(
+    server: LiveServer,
+    nova_python: str,  # noqa: F811
+    case: str,
+) -> None:
+    consumer = str(uuidlib.uuid4())
+    request = {"url": server.base_url, "instance_uuid": consumer, "claim": True, **CASES[case]}
+    order, best = ranked_hosts(server, CASES[case])  # before Nova claims
+    result = run_nova(nova_python, request)
+
+    # once per scheduling request, not once per host (never when Nova's GET found no host)
+    assert result["posts"] == (1 if result["get_hosts"] else 0)
+    expected = [host for host in order if host in result["get_hosts"]]
+    assert result["passed"] == sorted(expected)  # hosts without a NUMA candidate dropped
+    assert result["weighed"] == expected  # placement-numa's rank
+    if not expected:
+        assert result["host"] is None and not result["claimed"]
+        return
+    assert result["claimed"] and result["host"] == expected[0]
+    assert result["allocations"] == best[expected[0]]  # the aligned candidate, claimed
+    for host in expected:  # every host's candidates are placement-numa's
+        assert result["candidates"][host][0] == {
+            rp: {"resources": resources} for rp, resources in best[host].items()
+        }
+    with server.client() as http:
+        http.delete(f"/allocations/{consumer}")
