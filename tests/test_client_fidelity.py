@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from tests.conftest import PlacementAPI
-from tests.upstream_oracle import Step, replay, replay_upstream, running_upstream
+from tests.upstream_oracle import Answer, Step, replay, replay_upstream, running_upstream
 
 pytestmark = pytest.mark.slow
 
@@ -197,16 +197,85 @@ def test_error_texts(api: PlacementAPI, backend: str) -> None:
     assert details[8] == details[9] == f"{unknown} : {unknown}  "
 
 
+def _allocations_script(backend: str) -> list[Step]:
+    """``mappings`` must be an object of uuid lists; a new consumer written with no allocations
+    is created at generation 0 and kept (the same write again is a 409), one emptied goes."""
+    rp, new, emptied = _new(), _new(), _new()
+    owner = {"project_id": "p", "user_id": "u", "consumer_type": "INSTANCE"}
+    one = {"allocations": {rp: {"resources": {"VCPU": 1}}}, **owner, "consumer_generation": None}
+    empty = {"allocations": {}, **owner}
+    return [
+        _provider(rp),
+        Step(
+            "PUT",
+            f"/resource_providers/{rp}/inventories",
+            {"inventories": {"VCPU": {"total": 8}}, "resource_provider_generation": 0},
+        ),
+        Step("PUT", f"/allocations/{_new()}", {**one, "mappings": None}),
+        Step("PUT", f"/allocations/{_new()}", {**one, "mappings": {"0": ["0"]}}),
+        Step("POST", "/allocations", {_new(): {**one, "mappings": None}}),
+        Step("PUT", f"/allocations/{_new()}", {**one, "mappings": {"": [rp]}}),
+        Step("POST", "/allocations", {new: {**empty, "consumer_generation": None}}),
+        Step("POST", "/allocations", {new: {**empty, "consumer_generation": None}}),
+        Step("POST", "/allocations", {new: {**empty, "consumer_generation": 0}}),
+        Step("POST", "/allocations", {new: {**empty, "consumer_generation": 1}}),
+        Step("GET", f"/allocations/{new}"),
+        Step("DELETE", f"/allocations/{new}"),
+        Step("PUT", f"/allocations/{new}", {**one, "consumer_generation": 0}),
+        Step("PUT", f"/allocations/{emptied}", one),
+        Step("POST", "/allocations", {emptied: {**empty, "consumer_generation": 1}}),
+        Step("POST", "/allocations", {emptied: {**empty, "consumer_generation": None}}),
+    ]
+
+
+def test_allocations_as_placement(api: PlacementAPI, backend: str) -> None:
+    answers = replay(api, _allocations_script(backend))
+    assert [status for status, _ in answers[2:]] == [
+        400,
+        400,
+        400,
+        204,
+        204,
+        409,
+        204,
+        409,
+        200,
+        404,
+        204,
+        204,
+        204,
+        204,
+    ]
+    assert "None is not of type 'object'" in answers[2][1]["errors"][0]["detail"]
+    assert "'0' is not a 'uuid'" in answers[3][1]["errors"][0]["detail"]
+    conflict = answers[7][1]["errors"][0]
+    assert conflict["code"] == "placement.concurrent_update"
+    assert conflict["detail"].endswith("consumer generation conflict - expected 0 but got None  ")
+    assert answers[10][1] == {"allocations": {}}
+
+
+def _status_and_code(answer: Answer) -> tuple[int, str | None]:
+    status, body = answer
+    errors = body.get("errors") if isinstance(body, dict) else None
+    return status, errors[0].get("code") if errors else None
+
+
 @pytest.mark.parametrize(
-    "script",
+    ("script", "exact"),
     [
-        pytest.param(lambda backend: _aggregates_script()[0], id="aggregates"),
-        pytest.param(_provider_uuid_script, id="provider-uuids"),
-        pytest.param(_error_texts_script, id="error-texts"),
+        pytest.param(lambda backend: _aggregates_script()[0], True, id="aggregates"),
+        pytest.param(_provider_uuid_script, True, id="provider-uuids"),
+        pytest.param(_error_texts_script, True, id="error-texts"),
+        # The texts of errors inside maps differ, as doc/source/reference/compatibility.rst says.
+        pytest.param(_allocations_script, False, id="allocations"),
     ],
 )
 def test_same_answers_as_upstream(
-    api: PlacementAPI, backend: str, upstream: str, script: Callable[[str], list[Step]]
+    api: PlacementAPI,
+    backend: str,
+    upstream: str,
+    script: Callable[[str], list[Step]],
+    exact: bool,
 ) -> None:
     steps = script(backend)
     ours, theirs = replay(api, steps), replay_upstream(upstream, steps)
@@ -215,4 +284,7 @@ def test_same_answers_as_upstream(
             # Upstream lists a provider's aggregates in no defined order.
             mine = (mine[0], sorted(mine[1]["aggregates"]))
             oracle = (oracle[0], sorted(oracle[1]["aggregates"]))
-        assert mine == oracle, step
+        if exact:
+            assert mine == oracle, step
+        else:
+            assert _status_and_code(mine) == _status_and_code(oracle), step

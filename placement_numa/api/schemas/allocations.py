@@ -26,11 +26,11 @@ from pydantic import (
     Field,
     RootModel,
     StrictInt,
-    StrictStr,
     StringConstraints,
 )
 
 from placement_numa.api import microversion as mv
+from placement_numa.api.schemas.resource_providers import UuidStr
 
 __all__ = [
     "put_schema",
@@ -49,8 +49,9 @@ Amount = Annotated[StrictInt, Field(ge=1)]
 Resources = Annotated[dict[ClassName, Amount], Field(min_length=1)]
 # "" names the unsuffixed group (Placement leaves keys outside its pattern unconstrained).
 Suffix = Annotated[str, StringConstraints(pattern=r"^[a-zA-Z0-9_-]{0,64}$")]
+# Provider uuids in any form ``uuid.UUID`` reads (Placement's ``format: uuid``), at least one.
 Mappings = Annotated[
-    dict[Suffix, Annotated[list[StrictStr], Field(min_length=1)]],
+    dict[Suffix, Annotated[list[UuidStr], Field(min_length=1)]],
     Field(min_length=1),
 ]
 
@@ -105,7 +106,8 @@ class AllocationsPutV1_28(DeletableAllocations):
 
 
 class AllocationsPutV1_34(AllocationsPutV1_28):
-    mappings: Mappings | None = None
+    # Optional, but an object when given: ``null`` is refused, as in Placement.
+    mappings: Mappings = None  # type: ignore[assignment]
 
 
 class AllocationsPutV1_38(AllocationsPutV1_34):

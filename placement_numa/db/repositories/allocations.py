@@ -125,6 +125,7 @@ _OLD_ROWS = (
     allocations.c.resource_provider_id,
     allocations.c.resource_class_id,
     allocations.c.used,
+    allocations.c.consumer_id,
 )
 _SELECT_OLD = select(*_OLD_ROWS).where(_OF_CONSUMERS)
 _DELETE = delete(allocations).where(_OF_CONSUMERS)
@@ -229,7 +230,9 @@ def _prepare_consumer(
     unique key on creation) catches any writer that came in between. Otherwise the consumer is
     read again, under the provider locks.
 
-    Returns ``None`` for a new consumer whose allocations are empty (nothing to record).
+    A write of no allocations leaves the generation where it is (compare-and-swap to the same
+    value) and creates a new consumer at generation 0, which is kept: as in Placement, sending
+    the same empty write again with ``consumer_generation: null`` is then a 409.
     """
     project = item.project_id or INCOMPLETE_CONSUMER_ID
     user = item.user_id or INCOMPLETE_CONSUMER_ID
@@ -244,8 +247,6 @@ def _prepare_consumer(
     else:
         consumer = consumer_repo.get_by_uuid(conn, item.consumer_uuid)
     if consumer is None:
-        if not item.resources:
-            return None
         created = consumer_repo.create(
             conn,
             item.consumer_uuid,
@@ -253,7 +254,8 @@ def _prepare_consumer(
             user_id=user_id,
             consumer_type_id=type_id,
             names=(project, user, item.consumer_type),
-            generation=1,  # created and written once: its generation after this write
+            # Its generation after this write: written once, or not at all when empty.
+            generation=1 if item.resources else 0,
         )
         if created is not None:
             return created
@@ -268,7 +270,9 @@ def _prepare_consumer(
         conn, consumer, project_id=project_id, user_id=user_id, consumer_type_id=type_id
     )
     expected = item.consumer_generation if item.check_generation else consumer.generation
-    consumer_repo.increment_generation(conn, consumer, expected if expected is not None else 0)
+    consumer_repo.increment_generation(
+        conn, consumer, expected if expected is not None else 0, by=1 if item.resources else 0
+    )
     return consumer
 
 
@@ -319,7 +323,7 @@ def replace_allocations(
 
     provider_ids = {p for p, _ in wanted}
     rc_ids = {c for _, c in wanted}
-    old_rows = _delete_returning(conn, uuids)
+    old_rows, had_allocations = _delete_returning(conn, uuids)
     changes.touch(conn, {p for p, _, _ in old_rows} | provider_ids)
     limits, used = _limits_and_usage(conn, provider_ids, rc_ids)
     # The usage before the write: what is left plus what this write deleted (None: no usage).
@@ -383,21 +387,25 @@ def replace_allocations(
 
     # Every provider locked above receives allocations or lost a consumer being emptied.
     generations = providers.bump_generations(conn, locked)
+    # A consumer this write emptied goes; one that had none before stays (Placement).
     with_rows = {row["consumer_id"] for row in rows}
-    consumer_repo.delete_if_no_allocations(conn, [u for u in uuids if u not in with_rows])
+    consumer_repo.delete_if_no_allocations(conn, sorted(had_allocations - with_rows))
     return generations
 
 
-def _delete_returning(conn: Connection, uuids: Sequence[str]) -> list[tuple[int, int, int]]:
+def _delete_returning(
+    conn: Connection, uuids: Sequence[str]
+) -> tuple[list[tuple[int, int, int]], set[str]]:
     """Delete the allocations of ``uuids``; returns them as ``(provider_id, class_id, used)``
-    (``DELETE ... RETURNING`` where the database has it: one round trip)."""
+    and the consumers that had any (``DELETE ... RETURNING`` where the database has it: one
+    round trip)."""
     params = {"uuids": list(uuids)}
     if conn.dialect.delete_returning:
         found = conn.execute(_DELETE_RETURNING, params).all()
     else:
         found = conn.execute(_SELECT_OLD, params).all()
         conn.execute(_DELETE, params)
-    return [(int(p), int(c), int(u)) for p, c, u in found]
+    return [(int(p), int(c), int(u)) for p, c, u, _ in found], {str(row[3]) for row in found}
 
 
 def _limits_and_usage(
@@ -427,5 +435,7 @@ def delete_for_consumer(conn: Connection, consumer_uuid: str) -> bool:
     """
     changes.touch(conn, _old_provider_ids(conn, [consumer_uuid]))
     result = conn.execute(delete(allocations).where(allocations.c.consumer_id == consumer_uuid))
+    if not result.rowcount:
+        return False  # a consumer kept without allocations stays, as in Placement
     consumer_repo.delete_if_no_allocations(conn, [consumer_uuid])
-    return bool(result.rowcount)
+    return True

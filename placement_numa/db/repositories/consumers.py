@@ -188,16 +188,19 @@ def update_owner(
         conn.execute(update(consumers).where(consumers.c.id == consumer.id).values(**values))
 
 
-def increment_generation(conn: Connection, consumer: ConsumerRow, expected: int) -> int:
-    """Compare-and-swap the consumer generation from ``expected`` to ``expected + 1``.
+def increment_generation(
+    conn: Connection, consumer: ConsumerRow, expected: int, *, by: int = 1
+) -> int:
+    """Compare-and-swap the consumer generation from ``expected`` to ``expected + by``.
 
     The ``UPDATE`` takes the row lock, so a concurrent writer of the same consumer waits and
-    then finds the generation moved. Raises ``ConcurrentUpdate`` (409,
+    then finds the generation moved. ``by=0`` checks and locks without moving it (a write of no
+    allocations leaves the generation alone, as in Placement). Raises ``ConcurrentUpdate`` (409,
     ``placement.concurrent_update``) when it moved. Returns the new generation.
     """
     result = conn.execute(
         _CAS_GENERATION,
-        {"b_id": consumer.id, "b_seen": expected, "b_new": expected + 1, "b_now": utcnow()},
+        {"b_id": consumer.id, "b_seen": expected, "b_new": expected + by, "b_now": utcnow()},
     )
     if result.rowcount != 1:
         current = conn.execute(_GENERATION, {"b_id": consumer.id}).scalar()
