@@ -22,6 +22,7 @@ from tests.live_server import LiveServer
 from tests.test_nova_differential import ask_nova
 from tests.test_nova_differential import nova as nova_python  # noqa: F401  (fixture)
 
+pytestmark = pytest.mark.slow  # needs the Nova virtualenv that .ci/run makes
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(__file__).resolve().parent / "nova_plugins_run.py"
 PORT = 19081
