@@ -69,6 +69,10 @@ class NumaRanker:
             tuple[tuple[object, ...], NumaScore],
         ] = {}
         self._resourceless: dict[int, tuple[Layout, tuple[int, ...]]] = {}
+        # (entry id, shape, bound class) -> (entry, (key, score)): see ``_scored``
+        self._by_entry: dict[
+            tuple[int, int | None, int], tuple[object, tuple[tuple[object, ...], NumaScore]]
+        ] = {}
 
     def view(self, fleet: FleetSnapshot) -> HostView:
         """The NUMA host view of ``fleet`` for this query's CPU classes (``numa.host_view``:
@@ -131,13 +135,27 @@ class NumaRanker:
     def _scored(
         self, candidate: Candidate, fleet: FleetSnapshot
     ) -> tuple[tuple[object, ...], NumaScore]:
-        ids, host, number = self._host(fleet, candidate.anchor)
+        """``(rank key, score)``, memoised per host class and cell usage, and for a candidate
+        replayed from its tree's answer (``Candidate.entry`` in member positions) per entry
+        and bound class: look-alike hosts with alike cells score an entry alike."""
+        entry, anchor = candidate.entry, candidate.anchor
+        replayed = None
+        if entry is not None and candidate.members is fleet.tree.get(anchor):
+            view = self.view(fleet)
+            shape = fleet.shape_profiles.get(anchor)
+            replayed = (id(entry), shape, int(view.bound_classes[anchor]))
+            hit = self._by_entry.get(replayed)
+            if hit is not None and hit[0] is entry:
+                return hit[1]
+        ids, host, number = self._host(fleet, anchor)
         used, devices = self._used(candidate, fleet, ids)
         memo = (number, used, devices)
         cached = self._ranked.get(memo)
         if cached is None:
             numa = score(host, dict(used), devices, align_devices=self.align_devices)
             cached = self._ranked[memo] = (rank_key(numa, prefer_closest=self.prefer_closest), numa)
+        if replayed is not None:
+            self._by_entry[replayed] = (entry, cached)
         return cached
 
     def devices(

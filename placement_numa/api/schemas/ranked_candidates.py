@@ -53,7 +53,8 @@ def allocation_request(ranked: RankedCandidate) -> dict[str, Any]:
         resources = allocations.setdefault(providers[index].uuid, {"resources": {}})["resources"]
         resources[rc] = resources.get(rc, 0) + amount
     mappings = {
-        g.suffix or "": [providers[p].uuid for p in g.providers] for g in ranked.candidate.groups
+        (suffix or ""): [providers[p].uuid for p in chosen]
+        for suffix, chosen in ranked.candidate.mappings()
     }
     return {"allocations": allocations, "mappings": mappings, "numa": numa_block(ranked)}
 
@@ -69,9 +70,23 @@ def render_ranked(found: list[RankedCandidate]) -> dict[str, Any]:
         fleet, candidate = ranked.fleet, ranked.candidate
         providers = fleet.providers
         requests.append(allocation_request(ranked))
+        kept: dict[int, tuple[object, dict[str, Any]]] = fleet.derived.setdefault(_KEPT, {})
         for root in {providers[p].root for p, _, _ in candidate.allocations}:
             for index in fleet.tree[root]:
-                uuid = providers[index].uuid
-                if uuid not in summaries:
-                    summaries[uuid] = summary(fleet, index, True, True, True, set())
+                info = providers[index]
+                if info.uuid in summaries:
+                    continue
+                hit = kept.get(index)
+                if hit is None or hit[0] is not info:
+                    if len(kept) >= MAX_KEPT_SUMMARIES:
+                        kept.clear()
+                    hit = kept[index] = (info, summary(fleet, index, True, True, True, set()))
+                summaries[info.uuid] = hit[1]
     return {"allocation_requests": requests, "provider_summaries": summaries}
+
+
+# Provider summaries kept across requests, per snapshot lineage (``FleetSnapshot.derived``),
+# each with the ``ProviderInfo`` it was rendered from: a refresh replaces the info of every
+# provider it touched, so an entry is used only while its provider is unchanged (issue 30).
+_KEPT = "ranked-provider-summaries"
+MAX_KEPT_SUMMARIES = 20_000
