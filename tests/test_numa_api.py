@@ -362,3 +362,27 @@ def test_distance_put_is_visible_to_the_next_post(api: PlacementAPI) -> None:
     body = {"generation": put.json()["generation"], "distances": distances([10, 31], [31, 10])}
     assert api.put(path, json=body, version=V).status_code == 200
     assert average() == 20.5 and cache.loads == loads + 1
+
+
+def test_renaming_a_cell_never_breaks_a_read(api: PlacementAPI) -> None:
+    """Issue 29: cells are known by the provider each id stood for when the matrix was
+    written, so a cell renamed away from ``<host>_NUMA<id>`` (or even to another cell's id)
+    keeps its id: the matrix, its cells and the ranking's distances read as before."""
+    host = two_cell_host(api, "renamed")
+    path = f"/resource_providers/{host['root']}/numa_distances"
+    flavor = {"vcpus": 2, "memory_mb": 2048, "extra_specs": {"hw:numa_nodes": "2"}}
+    put = api.put(path, json={"generation": None, "distances": distances([10, 21], [21, 10])})
+    assert put.status_code == 200, put.text
+    before = put.json()
+    for cell, name in ((host["cells"][0], "socket-a"), (host["cells"][1], "renamed_NUMA0")):
+        assert api.put(f"/resource_providers/{cell}", json={"name": name}).status_code == 200
+    after = api.get(path, version=V)
+    assert after.status_code == 200, after.text
+    assert after.json() == before
+    requests = post(api, flavor=flavor, limit=1)["allocation_requests"]
+    assert requests[0]["numa"]["average_distance"] == 15.5
+    # A write keeps the ids too; a new matrix over the renamed cells is accepted.
+    body = {"generation": before["generation"], "distances": distances([10, 31], [31, 10])}
+    replaced = api.put(path, json=body, version=V)
+    assert replaced.status_code == 200, replaced.text
+    assert replaced.json()["cells"] == before["cells"]

@@ -43,7 +43,6 @@ from placement_numa.db.repositories import numa_distances as repo
 from placement_numa.db.repositories.fleet import current_revision
 from placement_numa.domain.request_groups import CandidateQuery
 from placement_numa.engine import CandidateEngine, FleetSnapshot
-from placement_numa.numa.distances import cell_id_from_name
 from placement_numa.numa.engine_rank import CellIndex, NumaRanker
 from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.numa.pci_alias import PciAlias
@@ -51,6 +50,7 @@ from placement_numa.numa.plan import MAX_DISTRIBUTE_CELLS, SearchPlan, search_pl
 from placement_numa.numa.query_string import to_query_string
 from placement_numa.numa.request import NumaOptions, numa_request
 from placement_numa.numa.translate import NumaQuery
+from placement_numa.services.numa_distances import cell_id
 from placement_numa.services.numa_search import (
     RankedCandidate,
     ranker_for,
@@ -81,7 +81,8 @@ def _cell_rows(conn: Any, roots: Collection[int] | None = None) -> CellIndex:
     matrices = repo.all_matrices(conn, roots)
     hosts = repo.root_names(conn, roots)
     sockets = repo.all_sockets(conn, roots)
-    ids = {uuid: cid for uuid, name in names if (cid := cell_id_from_name(name)) is not None}
+    stored = repo.all_cell_ids(conn, roots)  # the id a cell had when its matrix was stored
+    ids = {uuid: cid for uuid, name in names if (cid := cell_id(uuid, name, stored)) is not None}
     return CellIndex(ids, matrices, hosts, sockets)
 
 

@@ -45,7 +45,7 @@ from placement_numa.errors import (
     InventoryInUse,
     NotFound,
 )
-from placement_numa.numa.distances import cell_id_from_name, validate_matrix
+from placement_numa.numa.distances import validate_matrix
 from placement_numa.reshape import (
     ConsumerState,
     ConsumerUnplaceable,
@@ -58,6 +58,7 @@ from placement_numa.reshape import (
     plan_to_flat,
     plan_to_numa,
 )
+from placement_numa.services.numa_distances import identify_cells
 
 __all__ = ["ProviderInventories", "reshape", "apply_reshape", "plan", "apply_plan", "load_host"]
 
@@ -351,10 +352,11 @@ def apply_plan(
                 a: dict(zip(ids, row, strict=False))
                 for a, row in zip(ids, planned.distances["distances"], strict=False)
             }
-            cells = [cell_id_from_name(c.name) for c in distance_repo.numa_cells(conn, [root.id])]
-            matrix = validate_matrix(raw, [c for c in cells if c is not None])
+            tree = [(c.uuid, c.name) for c in distance_repo.numa_cells(conn, [root.id])]
+            cells, _ = identify_cells(tree, current.cells if current else None)
+            matrix = validate_matrix(raw, cells)
             if current is None:
-                distance_repo.insert_row(conn, root.id, matrix)
+                distance_repo.insert_row(conn, root.id, matrix, cells=cells)
             else:
-                distance_repo.update_row(conn, root.id, current.generation, matrix)
+                distance_repo.update_row(conn, root.id, current.generation, matrix, cells=cells)
     return planned

@@ -5,8 +5,11 @@
   guarded by its own ``generation`` (compare-and-swap; 409 ``placement.concurrent_update``).
 
 The ``matrix`` column holds the host's NUMA topology as JSON: the SLIT matrix
-``{"0": {"0": 10, ...}, ...}`` alone, or ``{"distances": <matrix>, "sockets": {"0": 0, ...}}``
-when the sockets (``physical_package_id``) of the cells are known (issue 22; no schema change).
+``{"0": {"0": 10, ...}, ...}`` alone (rows written before issue 29), or ``{"distances":
+<matrix>, "sockets": {"0": 0, ...}, "cells": {"0": "<cell provider uuid>", ...}}``: the sockets
+(``physical_package_id``) when known (issue 22), and the cell provider each id stood for when
+the matrix was written (issue 29: renaming a cell provider must not change which cell an id
+means). No schema change.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ __all__ = [
     "update_row",
     "delete_row",
     "all_cell_names",
+    "all_cell_ids",
     "all_matrices",
     "all_sockets",
     "root_names",
@@ -66,6 +70,7 @@ class DistanceRow:
     created_at: datetime | None
     updated_at: datetime | None
     sockets: dict[int, int] | None = None
+    cells: dict[int, str] | None = None
 
 
 def numa_cells(conn: Connection, root_ids: Iterable[int]) -> list[CellRow]:
@@ -86,27 +91,49 @@ def numa_cells(conn: Connection, root_ids: Iterable[int]) -> list[CellRow]:
     return [CellRow(*row) for row in rows]
 
 
-def _decode_both(text: str) -> tuple[dict[int, dict[int, int]], dict[int, int] | None]:
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    matrix: dict[int, dict[int, int]]
+    sockets: dict[int, int] | None
+    cells: dict[int, str] | None
+
+
+def _decode_all(text: str) -> _Stored:
     raw = json.loads(text)
-    sockets = None
+    sockets = cells = None
     if isinstance(raw.get("distances"), dict):
-        sockets = {int(c): int(s) for c, s in (raw.get("sockets") or {}).items()}
+        if "sockets" in raw:
+            sockets = {int(c): int(s) for c, s in (raw.get("sockets") or {}).items()}
+        if isinstance(raw.get("cells"), dict):
+            cells = {int(c): str(u) for c, u in raw["cells"].items()}
         raw = raw["distances"]
     matrix = {int(a): {int(b): int(v) for b, v in row.items()} for a, row in raw.items()}
-    return matrix, sockets
+    return _Stored(matrix, sockets, cells)
+
+
+def _decode_both(text: str) -> tuple[dict[int, dict[int, int]], dict[int, int] | None]:
+    stored = _decode_all(text)
+    return stored.matrix, stored.sockets
 
 
 def _decode(text: str) -> dict[int, dict[int, int]]:
-    return _decode_both(text)[0]
+    return _decode_all(text).matrix
 
 
-def _encode(matrix: dict[int, dict[int, int]], sockets: dict[int, int] | None = None) -> str:
+def _encode(
+    matrix: dict[int, dict[int, int]],
+    sockets: dict[int, int] | None = None,
+    cells: dict[int, str] | None = None,
+) -> str:
     distances = {str(a): {str(b): matrix[a][b] for b in sorted(matrix[a])} for a in sorted(matrix)}
-    if sockets is None:
+    if sockets is None and cells is None:
         return json.dumps(distances)
-    return json.dumps(
-        {"distances": distances, "sockets": {str(c): sockets[c] for c in sorted(sockets)}}
-    )
+    document: dict[str, Any] = {"distances": distances}
+    if sockets is not None:
+        document["sockets"] = {str(c): sockets[c] for c in sorted(sockets)}
+    if cells is not None:
+        document["cells"] = {str(c): cells[c] for c in sorted(cells)}
+    return json.dumps(document)
 
 
 def get(conn: Connection, root_provider_id: int) -> DistanceRow | None:
@@ -118,8 +145,8 @@ def get(conn: Connection, root_provider_id: int) -> DistanceRow | None:
     ).first()
     if row is None:
         return None
-    matrix, sockets = _decode_both(row[2])
-    return DistanceRow(row[0], row[1], matrix, row[3], row[4], sockets)
+    stored = _decode_all(row[2])
+    return DistanceRow(row[0], row[1], stored.matrix, row[3], row[4], stored.sockets, stored.cells)
 
 
 def get_many(conn: Connection, root_ids: Iterable[int]) -> dict[int, dict[int, dict[int, int]]]:
@@ -138,8 +165,10 @@ def insert_row(
     root_provider_id: int,
     matrix: dict[int, dict[int, int]],
     sockets: dict[int, int] | None = None,
+    cells: dict[int, str] | None = None,
 ) -> int:
-    """Store a first matrix (and the cells' sockets, if known) at generation 1; returns 1. A
+    """Store a first matrix (and the cells' sockets, if known, and the cell provider of each id)
+    at generation 1; returns 1. A
     concurrent insert fails on the unique constraint, reported as ``ConcurrentUpdate`` by the
     caller's transaction."""
     now = utcnow()
@@ -147,7 +176,7 @@ def insert_row(
         insert(nd).values(
             root_provider_id=root_provider_id,
             generation=1,
-            matrix=_encode(matrix, sockets),
+            matrix=_encode(matrix, sockets, cells),
             created_at=now,
             updated_at=now,
         )
@@ -161,13 +190,14 @@ def update_row(
     seen: int,
     matrix: dict[int, dict[int, int]],
     sockets: dict[int, int] | None = None,
+    cells: dict[int, str] | None = None,
 ) -> int:
-    """Replace the matrix (and sockets) if its generation is still ``seen``; returns the new
+    """Replace the matrix (and sockets, cells) if its generation is still ``seen``; returns the new
     generation. Raises ``ConcurrentUpdate`` (409) otherwise."""
     result = conn.execute(
         update(nd)
         .where(nd.c.root_provider_id == root_provider_id, nd.c.generation == seen)
-        .values(generation=seen + 1, matrix=_encode(matrix, sockets), updated_at=utcnow())
+        .values(generation=seen + 1, matrix=_encode(matrix, sockets, cells), updated_at=utcnow())
     )
     if result.rowcount != 1:
         raise ConcurrentUpdate(
@@ -241,4 +271,14 @@ def all_sockets(
         sockets = _decode_both(text)[1]
         if sockets:
             found[uuid] = sockets
+    return found
+
+
+def all_cell_ids(conn: Connection, roots: Collection[int] | None = None) -> dict[str, int]:
+    """The cell id each cell provider (by uuid) had when its tree's matrix was stored (of the
+    trees of ``roots`` when given; matrices stored before issue 29 say nothing)."""
+    found: dict[str, int] = {}
+    for _, text in _stored(conn, roots):
+        for cell_id, uuid in (_decode_all(text).cells or {}).items():
+            found[uuid] = cell_id
     return found
