@@ -5,7 +5,8 @@ live placement-numa. JSON in on stdin, JSON out on stdout. Stdlib, Nova and the 
 Input::
 
     {"url": "http://127.0.0.1:port", "flavor": {"vcpus", "memory_mb", "root_gb",
-     "extra_specs"}, "image": {glance properties}, "instance_uuid": "...", "claim": bool}
+     "extra_specs"}, "image": {glance properties}, "instance_uuid": "...", "claim": bool,
+     "more_instances": ["uuid", ...] (a multi-create: the same hosts and filter, per instance)}
 
 What runs, all Nova's own classes: the report client (keystoneauth1 session with a token
 endpoint, the way ``[placement]`` would build it) as the singleton the filter uses;
@@ -19,7 +20,8 @@ Output::
 
     {"get_hosts": [names Nova's GET returned], "passed": [names], "weighed": [names, best
      first], "posts": n (POSTs to placement-numa), "claimed": bool, "host": name | null,
-     "allocations": {rp uuid: {rc: n}} | null, "candidates": {name: [allocations, ...]}}
+     "allocations": {rp uuid: {rc: n}} | null, "candidates": {name: [allocations, ...]},
+     "more": [{"passed", "weighed", "claimed", "host", "allocations", "candidates"}, ...]}
 """
 
 from __future__ import annotations
@@ -41,10 +43,7 @@ def main() -> None:
     from nova.conf import CONF
     from nova.scheduler import host_manager, utils
     from nova.scheduler.client import report
-    from nova.scheduler.filters import HostFilterHandler
-    from nova.scheduler.weights import HostWeightHandler
     from placement_numa_nova.filters import NUMACandidatesFilter
-    from placement_numa_nova.weights import NUMARankWeigher
 
     CONF([], project="nova")
     objects.register_all()
@@ -104,37 +103,51 @@ def main() -> None:
         host.allocation_candidates = copy.deepcopy(by_root[uuid])
         hosts.append(host)
     get_hosts = [h.host for h in hosts]
-    passed = list(
-        HostFilterHandler().get_filtered_objects([NUMACandidatesFilter()], hosts, spec, 0) or []
+
+    numa_filter = NUMACandidatesFilter()  # one per scheduler process, as Nova's host manager
+    first = _schedule(
+        ctx, client, spec, hosts, numa_filter, request["instance_uuid"], request, version
     )
+    later = [  # a multi-create: the same host states and filter, instance by instance
+        _schedule(ctx, client, spec, hosts, numa_filter, uuid, request, version)
+        for uuid in request.get("more_instances", [])
+    ]
+    json.dump({"get_hosts": get_hosts, "posts": len(posts), **first, "more": later}, sys.stdout)
+
+
+def _schedule(
+    ctx: Any, client: Any, spec: Any, hosts: list[Any], numa_filter: Any, instance_uuid: str,
+    request: dict[str, Any], version: str,
+) -> dict[str, Any]:  # fmt: skip
+    """Filter, weigh and claim for one instance, as ``SchedulerManager._schedule`` does."""
+    from nova.scheduler import utils
+    from nova.scheduler.filters import HostFilterHandler
+    from nova.scheduler.weights import HostWeightHandler
+    from placement_numa_nova.weights import NUMARankWeigher
+
+    spec.instance_uuid = instance_uuid
+    passed = list(HostFilterHandler().get_filtered_objects([numa_filter], hosts, spec, 0) or [])
     weighed = HostWeightHandler().get_weighed_objects([NUMARankWeigher()], passed, spec)
     best = weighed[0].obj if weighed else None
     claimed = False
     if best is not None and request.get("claim"):
         claimed = utils.claim_resources(
-            ctx, client, spec, request["instance_uuid"], best.allocation_candidates[0],
+            ctx, client, spec, instance_uuid, best.allocation_candidates[0],
             allocation_request_version=version,
         )  # fmt: skip
     held = None
     if claimed:
-        held = client.get(f"/allocations/{request['instance_uuid']}", version="1.28").json()
-    json.dump(
-        {
-            "get_hosts": get_hosts,
-            "passed": [h.host for h in passed],
-            "weighed": [w.obj.host for w in weighed],
-            "posts": len(posts),
-            "claimed": bool(claimed),
-            "host": best.host if best is not None else None,
-            "allocations": None
-            if held is None
-            else {rp: a["resources"] for rp, a in held["allocations"].items()},
-            "candidates": {
-                h.host: [c["allocations"] for c in h.allocation_candidates] for h in passed
-            },
-        },
-        sys.stdout,
-    )
+        held = client.get(f"/allocations/{instance_uuid}", version="1.28").json()
+    return {
+        "passed": [h.host for h in passed],
+        "weighed": [w.obj.host for w in weighed],
+        "claimed": bool(claimed),
+        "host": best.host if best is not None else None,
+        "allocations": None
+        if held is None
+        else {rp: a["resources"] for rp, a in held["allocations"].items()},
+        "candidates": {h.host: [c["allocations"] for c in h.allocation_candidates] for h in passed},
+    }
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from placement_numa.cli import main
@@ -127,3 +128,58 @@ def test_nova_schedules_on_placement_numa_rank_and_claims_aligned_candidates(
         }
     with server.client() as http:
         http.delete(f"/allocations/{consumer}")
+
+
+def test_multi_create_asks_again_for_each_instance(
+    server: LiveServer,
+    nova_python: str,  # noqa: F811
+) -> None:
+    """Three pinned two-cell guests in one request (Nova's multi-create): one query per instance,
+    each claim on the aligned candidate ranked best after the claims before it."""
+    consumers = [str(uuidlib.uuid4()) for _ in range(3)]
+    case = CASES["pinned-1g-pages"]
+    request = {
+        "url": server.base_url,
+        "instance_uuid": consumers[0],
+        "more_instances": consumers[1:],
+        "claim": True,
+        **case,
+    }
+    result = run_nova(nova_python, request)
+    try:
+        assert result["posts"] == 3
+        instances = [result, *result["more"]]
+        assert all(i["claimed"] for i in instances[:2]), instances
+        claimed = [sorted(i["allocations"]) for i in instances if i["claimed"]]
+        assert len({tuple(c) for c in claimed}) == len(claimed)  # never the same providers twice
+    finally:
+        with server.client() as http:
+            for consumer in consumers:
+                http.delete(f"/allocations/{consumer}")
+
+
+def test_against_openstack_placement_hosts_pass_unchanged(
+    nova_python: str,  # noqa: F811
+) -> None:
+    """OpenStack Placement 16 answers 405 to POST /allocation_candidates: the filter is a no-op
+    (one warning), Nova's own candidates are claimed (turning placement-numa off is safe)."""
+    from benchmarks.upstream import upstream_placement
+    from tests.live_server import HEADERS, free_port
+
+    with upstream_placement(free_port(19091), workers=1) as base:
+        with httpx.Client(base_url=base, headers=HEADERS) as http:
+            for name in ("flat-1", "flat-2"):
+                uuid = http.post("/resource_providers", json={"name": name}).json()["uuid"]
+                inventories = {
+                    "VCPU": {"total": 16},
+                    "MEMORY_MB": {"total": 32768},
+                    "DISK_GB": {"total": 500},
+                }
+                body = {"resource_provider_generation": 0, "inventories": inventories}
+                assert http.put(f"/resource_providers/{uuid}/inventories", json=body).is_success
+        request = {"url": base, "instance_uuid": str(uuidlib.uuid4()), "claim": True}
+        result = run_nova(nova_python, {**request, **CASES["two-cells"]})
+    assert result["get_hosts"] == ["flat-1", "flat-2"]
+    assert result["posts"] == 1
+    assert result["passed"] == ["flat-1", "flat-2"]
+    assert result["claimed"]
