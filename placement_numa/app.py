@@ -34,7 +34,6 @@ from placement_numa.api.policy import enforce_policy, make_enforcer
 from placement_numa.api.proxy_headers import ProxyHeadersMiddleware, proxy_filter
 from placement_numa.api.request_guard import RequestGuardMiddleware
 from placement_numa.api.routers import ROUTERS
-from placement_numa.conf import load_config
 from placement_numa.db import migrate
 from placement_numa.db.database import Database
 from placement_numa.db.foreign_writes import ForeignWriteWatcher
@@ -42,8 +41,8 @@ from placement_numa.db.migration_lock import migration_lock
 from placement_numa.db.resilience import DatabaseOptions
 from placement_numa.db.standard_names import sync_standard_names
 from placement_numa.db.upstream_options import warn_ignored_options
-from placement_numa.observability.logs import setup_service_logging
-from placement_numa.settings import Settings
+from placement_numa.service_logging import setup_service_logging
+from placement_numa.settings import Settings, load_config
 
 __all__ = [
     "create_app",

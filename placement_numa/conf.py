@@ -18,6 +18,14 @@ the field (type, help text), so adding a setting is one field in ``Settings``. S
 belong to libraries (``[keystone_authtoken]``, ``[oslo_policy]``, ``[cors]``) are registered by
 those libraries on the ``ConfigOpts`` that ``load_config`` returns (``app.state.conf``). Unknown
 sections and options are ignored; a value that does not parse fails at start, naming the option.
+
+Nova's options we read are declared here once: ``[pci] alias`` (``PCI_OPTS``, placement.conf)
+and ``[pci] device_spec`` (``DEVICE_SPEC_OPTS``, the agent's nova.conf).
+
+This module is the generic part and imports neither ``settings`` nor logging: its functions
+take the ``Settings`` fields as an argument. ``settings.py`` holds the entry points bound to
+``Settings`` (``list_opts``, the oslo-config-generator hook; ``load_config``;
+``settings_file_values``), so the imports run one way: settings -> conf, settings -> logs.
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ from __future__ import annotations
 import re
 import types
 import typing
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +44,11 @@ __all__ = [
     "CONF_KEY",
     "ConfigFileError",
     "conf_option",
+    "DEVICE_SPEC_OPTS",
     "PCI_OPTS",
-    "list_opts",
-    "load_config",
-    "settings_file_values",
+    "field_values",
+    "options_by_section",
+    "parse_config",
 ]
 
 CONF_KEY = "conf"
@@ -126,12 +135,6 @@ def _opt_for(option: str, field: FieldInfo) -> cfg.Opt:
     return cfg.StrOpt(option, **common)
 
 
-def _settings_fields() -> dict[str, FieldInfo]:
-    from placement_numa.settings import Settings
-
-    return dict(Settings.model_fields)
-
-
 PCI_OPTS: list[cfg.Opt] = [
     cfg.MultiStrOpt(
         "alias",
@@ -151,28 +154,40 @@ PCI_OPTS: list[cfg.Opt] = [
 """``[pci]``: not ``Settings`` fields (read per request by ``api.pci_aliases``), Nova's
 ``[pci] alias`` option as placement.conf carries it."""
 
+DEVICE_SPEC_OPTS: list[cfg.Opt] = [
+    cfg.MultiStrOpt(
+        "device_spec",
+        default=[],
+        help=(
+            "Nova's PCI device specs, read by placement-numa agent from the compute node's"
+            " nova.conf (not from placement.conf): one JSON object per line."
+        ),
+    )
+]
+"""``[pci] device_spec`` of nova.conf, read by the agent (``agent.config``)."""
 
-def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
-    """Every option placement-numa reads from the file, by section (oslo-config-generator):
-    the ``Settings`` fields mapped to the file and ``[pci] alias`` (``PCI_OPTS``)."""
+
+def options_by_section(fields: dict[str, FieldInfo]) -> list[tuple[str, list[cfg.Opt]]]:
+    """Every option read from placement.conf, by section: the ``fields`` (``Settings``'s)
+    mapped to the file, and ``[pci] alias`` (``PCI_OPTS``)."""
     by_section: dict[str, list[cfg.Opt]] = {"pci": list(PCI_OPTS)}
-    for _name, section, option, field in _mapped_fields(_settings_fields()):
+    for _name, section, option, field in _mapped_fields(fields):
         by_section.setdefault(section, []).append(_opt_for(option, field))
     return sorted(by_section.items())
 
 
-def load_config(config_file: Path | str | None) -> cfg.ConfigOpts:
-    """A ``ConfigOpts`` parsed from ``config_file`` (an empty one when ``None``).
-
-    Our options are registered on it; keystonemiddleware, oslo.policy and the CORS middleware
-    register their own sections on the same object. Raises ``ConfigFileError`` when the file
-    cannot be read.
-    """
-    from placement_numa.observability.logs import register_options as register_log_options
-
+def parse_config(
+    config_file: Path | str | None,
+    sections: Iterable[tuple[str, list[cfg.Opt]]],
+    register: Callable[[cfg.ConfigOpts], None] | None = None,
+) -> cfg.ConfigOpts:
+    """A ``ConfigOpts`` with ``sections`` (and whatever ``register`` adds) registered, parsed
+    from ``config_file`` (an empty one when ``None``). Raises ``ConfigFileError`` when the file
+    cannot be read or a value does not parse."""
     conf = cfg.ConfigOpts()
-    register_log_options(conf)  # oslo.log's [DEFAULT] options (debug, log_file, use_json, ...)
-    for section, opts in list_opts():
+    if register is not None:
+        register(conf)
+    for section, opts in sections:
         conf.register_opts(opts, group=section)
     files = [str(config_file)] if config_file is not None else []
     if config_file is not None and not Path(config_file).is_file():
@@ -184,15 +199,13 @@ def load_config(config_file: Path | str | None) -> cfg.ConfigOpts:
     return conf
 
 
-def settings_file_values(
-    conf: cfg.ConfigOpts, fields: dict[str, FieldInfo] | None = None
-) -> dict[str, Any]:
-    """The ``Settings`` field values the file sets (options left unset are omitted).
+def field_values(conf: cfg.ConfigOpts, fields: dict[str, FieldInfo]) -> dict[str, Any]:
+    """The values of ``fields`` the file sets (options left unset are omitted).
 
     Raises ``ConfigFileError`` naming ``[section] option`` when a value does not parse.
     """
     values: dict[str, Any] = {}
-    for name, section, option, _field in _mapped_fields(fields or _settings_fields()):
+    for name, section, option, _field in _mapped_fields(fields):
         try:
             value = getattr(getattr(conf, section), option)
         except (cfg.ConfigFileValueError, ValueError) as exc:

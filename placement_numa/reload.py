@@ -34,7 +34,7 @@ def reload_configuration(app: FastAPI) -> bool:
     previous configuration kept. Never raises.
     """
     from placement_numa.api.policy import make_enforcer
-    from placement_numa.observability.logs import setup_service_logging
+    from placement_numa.service_logging import setup_service_logging
     from placement_numa.settings import Settings
 
     settings = app.state.settings

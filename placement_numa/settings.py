@@ -9,6 +9,11 @@ Nothing here is instantiated at import time: ``create_app(settings)`` and the CL
 ``Settings`` object explicitly, so tests can switch backends per test run.
 
 Settings are grouped by concern, one block each; add a field to the block it belongs to.
+
+The placement.conf entry points bound to ``Settings`` live here too (``conf.py`` is generic, so
+imports run one way: settings -> conf, settings -> observability.logs):
+``list_opts`` (the oslo-config-generator hook), ``load_config`` (the ``ConfigOpts`` of a
+file, ``app.state.conf``) and ``settings_file_values``.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
+from oslo_config import cfg
 from pydantic import Field, field_validator, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
@@ -24,9 +30,16 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from placement_numa.conf import conf_option, load_config, settings_file_values
+from placement_numa.conf import conf_option, field_values, options_by_section, parse_config
+from placement_numa.observability.logs import register_options as register_log_options
 
-__all__ = ["Settings", "DEFAULT_DATABASE_URL"]
+__all__ = [
+    "Settings",
+    "DEFAULT_DATABASE_URL",
+    "list_opts",
+    "load_config",
+    "settings_file_values",
+]
 
 DEFAULT_DATABASE_URL = "sqlite:///placement-numa.sqlite"
 
@@ -390,3 +403,31 @@ class _ConfigFileSource(PydanticBaseSettingsSource):
         if not config_file:
             return {}
         return settings_file_values(load_config(config_file), dict(self.settings_cls.model_fields))
+
+
+def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
+    """Every option placement-numa reads from the file, by section (oslo-config-generator's
+    ``placement-numa`` namespace): the ``Settings`` fields mapped to the file and ``[pci]
+    alias`` (``conf.PCI_OPTS``)."""
+    return options_by_section(dict(Settings.model_fields))
+
+
+def load_config(config_file: Path | str | None) -> cfg.ConfigOpts:
+    """A ``ConfigOpts`` parsed from ``config_file`` (an empty one when ``None``).
+
+    Our options (``list_opts``) and oslo.log's ``[DEFAULT]`` options are registered on it;
+    keystonemiddleware, oslo.policy and the CORS middleware register their own sections on the
+    same object. Raises ``conf.ConfigFileError`` when the file cannot be read or a value does
+    not parse.
+    """
+    return parse_config(config_file, list_opts(), register_log_options)
+
+
+def settings_file_values(
+    conf: cfg.ConfigOpts, fields: dict[str, FieldInfo] | None = None
+) -> dict[str, Any]:
+    """The ``Settings`` field values (or ``fields``') the file sets (unset options omitted).
+
+    Raises ``conf.ConfigFileError`` naming ``[section] option`` when a value does not parse.
+    """
+    return field_values(conf, fields if fields is not None else dict(Settings.model_fields))

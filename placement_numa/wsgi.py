@@ -94,7 +94,7 @@ class _PerProcessApplication:
 
         from placement_numa.api.engine_dep import preload_fleet
         from placement_numa.app import create_app, start_watcher
-        from placement_numa.observability.logs import setup_service_logging
+        from placement_numa.service_logging import setup_service_logging
 
         setup_service_logging(self._settings)  # oslo.log, as upstream's init_application
         app = create_app(self._settings)

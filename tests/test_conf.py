@@ -8,14 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from placement_numa.conf import (
-    ConfigFileError,
-    _mapped_fields,
-    list_opts,
-    load_config,
-    settings_file_values,
-)
-from placement_numa.settings import Settings
+from placement_numa.conf import ConfigFileError, _mapped_fields
+from placement_numa.settings import Settings, list_opts, load_config, settings_file_values
 
 CONF = """
 [placement_database]

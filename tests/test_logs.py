@@ -200,9 +200,9 @@ def test_deprecated_env_and_reload(tmp_path: Path, root_logging: None) -> None:
     """``PLACEMENT_NUMA_LOG_JSON`` still wins over the file (with a deprecation warning);
     ``reload_logging`` picks up a new ``log_file`` and ``debug``; ``log_config_append``
     replaces oslo.log's own handlers."""
-    from placement_numa.conf import load_config
-    from placement_numa.observability.logs import reload_logging, setup_service_logging
-    from placement_numa.settings import Settings
+    from placement_numa.observability.logs import reload_logging
+    from placement_numa.service_logging import setup_service_logging
+    from placement_numa.settings import Settings, load_config
 
     first, second = tmp_path / "first.log", tmp_path / "second.log"
     conf_path = tmp_path / "placement.conf"

@@ -246,12 +246,12 @@ def device_specs_from_file(path: Path | str) -> list[str]:
     file."""
     from oslo_config import cfg
 
-    from placement_numa.conf import ConfigFileError
+    from placement_numa.conf import DEVICE_SPEC_OPTS, ConfigFileError
 
     if not Path(path).is_file():
         raise ConfigFileError(f"configuration file not found: {path}")
     conf = cfg.ConfigOpts()
-    conf.register_opt(cfg.MultiStrOpt("device_spec", default=[]), group="pci")
+    conf.register_opts(DEVICE_SPEC_OPTS, group="pci")
     try:
         conf(args=[], project="nova", default_config_files=[str(path)], default_config_dirs=[])
     except cfg.Error as exc:

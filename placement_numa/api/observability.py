@@ -228,7 +228,7 @@ def install_observability(app: FastAPI, settings: Settings) -> None:
     """``app.state.metrics`` (``None`` when disabled; the candidate engine and the database
     pool report to it) and the middleware. Call it after the other middleware of
     ``create_app`` (only the proxy headers go outside). Logging is a process's concern, set
-    up by the entry points (``observability.logs.setup_service_logging``), not here."""
+    up by the entry points (``service_logging.setup_service_logging``), not here."""
     from placement_numa.observability.fleet_gauges import FleetNumaCollector
     from placement_numa.observability.pool import observe_pool
 

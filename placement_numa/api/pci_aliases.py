@@ -13,14 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from oslo_config import cfg
-
-from placement_numa.conf import PCI_OPTS
 from placement_numa.errors import BadRequest
 from placement_numa.numa.flavor import Flavor
 from placement_numa.numa.pci_alias import ALIAS_SPEC, AliasConfigError, PciAlias, parse_aliases
 
-__all__ = ["PCI_OPTS", "InvalidAliasConfig", "aliases_for"]
+__all__ = ["InvalidAliasConfig", "aliases_for"]
 
 _STATE_KEY = "pci_aliases"
 
@@ -32,12 +29,10 @@ class InvalidAliasConfig(BadRequest):
 
 
 def _load(conf: Any) -> dict[str, PciAlias]:
+    """The parsed ``[pci] alias`` of ``conf`` (registered by ``settings.load_config`` with every
+    other option: declared once, in ``conf.PCI_OPTS``)."""
     if conf is None:
         return {}
-    try:
-        conf.register_opts(PCI_OPTS, group="pci")
-    except cfg.DuplicateOptError:  # pragma: no cover - registered with another definition
-        pass
     return parse_aliases(conf.pci.alias or [])
 
 

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
 
     from placement_numa.app import prepare_database
     from placement_numa.cli.http_timeouts import ENV_HEADER_TIMEOUT, GuardedHttpToolsProtocol
-    from placement_numa.observability.logs import setup_service_logging
+    from placement_numa.service_logging import setup_service_logging
     from placement_numa.settings import Settings
 
     overrides = {
@@ -69,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
     if settings.auth_strategy == "keystone":
         from placement_numa.api.keystone import check_configured
         from placement_numa.cli.failures import EXIT_USAGE, CommandError
-        from placement_numa.conf import ConfigFileError, load_config
+        from placement_numa.conf import ConfigFileError
+        from placement_numa.settings import load_config
 
         try:
             check_configured(load_config(settings.config_file))

@@ -61,7 +61,7 @@ def load_full_config(config_file: Path | str | None) -> cfg.ConfigOpts:
     """
     from stevedore.named import NamedExtensionManager
 
-    from placement_numa.conf import load_config
+    from placement_numa.settings import load_config
 
     conf = load_config(config_file)
     manager: NamedExtensionManager[Any] = NamedExtensionManager(

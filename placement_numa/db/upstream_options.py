@@ -42,10 +42,9 @@ def ignored_options(config_file: Path | str | None) -> list[str]:
     empty without a file). Raises ``conf.ConfigFileError`` when the file cannot be read."""
     if config_file is None:
         return []
-    from placement_numa.conf import load_config
+    from placement_numa.conf import parse_config
 
-    conf = load_config(config_file)
-    conf.register_opts([cfg.StrOpt(name) for name in IGNORED], group="placement_database")
+    conf = parse_config(config_file, [("placement_database", [cfg.StrOpt(n) for n in IGNORED])])
     return sorted(n for n in IGNORED if getattr(conf.placement_database, n) is not None)
 
 

@@ -4,14 +4,16 @@ in each line of a request.
 ``register_options(conf)`` registers oslo.log's options (``debug``, ``log_file``, ``log_dir``,
 ``use_syslog``, ``use_journal``, ``use_json``, ``use_stderr``, ``log_config_append``,
 ``default_log_levels``, ``logging_context_format_string``, ``log_rotation_type``, ...) on the
-``ConfigOpts`` before it parses the file (``placement_numa.conf.load_config`` calls it, as
-upstream Placement's ``placement.conf.register_opts`` does). ``setup_logging(conf)`` then calls
-``oslo_log.log.setup``, which replaces the root logger's handlers: a file (``log_file`` /
-``log_dir``, watched, so logrotate works), stdout when no file is named (as upstream), syslog,
-journald, JSON lines with ``use_json``, or the operator's own ``log_config_append`` file. Every
-logger propagates to the root, so uvicorn's lines (``uvicorn.error``, and ``uvicorn.access``
-when it is on) go through the same handlers: ``placement-numa serve`` runs uvicorn with
-``log_config=None`` so it installs no handler of its own.
+``ConfigOpts`` before it parses the file (``placement_numa.settings.load_config`` calls it, as
+upstream Placement's ``placement.conf.register_opts`` does). This module imports neither the
+settings nor ``conf`` (``service_logging`` ties them together).
+``setup_logging(conf)`` then calls ``oslo_log.log.setup``, which replaces the root logger's
+handlers: a file (``log_file`` / ``log_dir``, watched, so logrotate works), stdout when no file
+is named (as upstream), syslog, journald, JSON lines with ``use_json``, or the operator's own
+``log_config_append`` file. Every logger propagates to the root, so uvicorn's lines
+(``uvicorn.error``, and ``uvicorn.access`` when it is on) go through the same handlers:
+``placement-numa serve`` runs uvicorn with ``log_config=None`` so it installs no handler of its
+own.
 
 Request ids: oslo.log's ``ContextFormatter`` renders ``[%(global_request_id)s %(request_id)s
 %(user_identity)s]`` (its default ``logging_context_format_string``, which upstream Placement
@@ -36,14 +38,10 @@ from __future__ import annotations
 
 import logging
 from contextvars import ContextVar
-from typing import TYPE_CHECKING
 
 from oslo_config import cfg
 from oslo_context.context import RequestContext
 from oslo_log import log as oslo_logging
-
-if TYPE_CHECKING:
-    from placement_numa.settings import Settings
 
 __all__ = [
     "LOG_CONTEXT",
@@ -52,7 +50,6 @@ __all__ = [
     "ContextFilter",
     "register_options",
     "setup_logging",
-    "setup_service_logging",
     "reload_logging",
 ]
 
@@ -131,25 +128,6 @@ def setup_logging(
                 name,
                 "use_json" if name.endswith("JSON") else "debug",
             )
-
-
-def setup_service_logging(settings: Settings, conf: cfg.ConfigOpts | None = None) -> cfg.ConfigOpts:
-    """Set up logging for a service process from ``settings.config_file`` (or ``conf``, the
-    ``ConfigOpts`` already loaded from it), with the deprecated ``PLACEMENT_NUMA_LOG_JSON`` /
-    ``PLACEMENT_NUMA_LOG_LEVEL`` when they were given. Returns the ``ConfigOpts`` (keep it for
-    ``reload_logging``). Raises ``placement_numa.conf.ConfigFileError`` for a missing file and
-    as ``setup_logging`` otherwise."""
-    from placement_numa.conf import load_config
-
-    if conf is None:
-        conf = load_config(settings.config_file)
-    given = settings.model_fields_set
-    setup_logging(
-        conf,
-        json_lines=settings.log_json if "log_json" in given else None,
-        level=settings.log_level if "log_level" in given else None,
-    )
-    return conf
 
 
 def reload_logging(conf: cfg.ConfigOpts) -> bool:
