@@ -144,9 +144,10 @@ def test_a_second_run_of_the_agent_on_its_own_tree_is_not_refused(
 def test_take_over_from_a_stopped_nova_compute_then_runs_without_override(
     server: LiveServer, http: httpx.Client, tmp_path: Path
 ) -> None:
-    """A stock Nova compute node with a guest: the override moves the guest onto a cell and
-    removes Nova's traits; the next plain run passes and writes nothing."""
-    uuid = nova_compute_node(http, "retired", FLAT, [*NOVA_TRAITS, "CUSTOM_RACK_7"])
+    """A stock Nova compute node with a guest, its service disabled: the override moves the guest
+    onto a cell and removes Nova's traits; the next plain run passes and writes nothing."""
+    disabled = [*NOVA_TRAITS, os_traits.COMPUTE_STATUS_DISABLED, "CUSTOM_RACK_7"]
+    uuid = nova_compute_node(http, "retired", FLAT, disabled)
     consumer = "7a4c1f0e-1111-4222-8333-944445555666"
     allocation = {
         "allocations": {uuid: {"resources": {"VCPU": 2, "MEMORY_MB": 2048, "DISK_GB": 20}}},
@@ -173,6 +174,16 @@ def test_take_over_from_a_stopped_nova_compute_then_runs_without_override(
     ]
     assert uuid not in {p for p, a in held.items() if "VCPU" in a["resources"]}
     assert agent_writing_nothing(server, http, sys, "retired", "--once") == 0
+
+
+def test_take_over_of_a_compute_service_not_disabled_is_refused(
+    server: LiveServer, http: httpx.Client, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    nova_compute_node(http, "still-enabled", FLAT, NOVA_TRAITS)
+    sys = two_socket_intel(tmp_path)
+    extra = ("--once", "--take-over-from-nova")
+    assert agent_writing_nothing(server, http, sys, "still-enabled", *extra) == EXIT_NOVA_MANAGED
+    assert "its service is not disabled" in caplog.text
 
 
 def test_periodic_agent_stops_when_nova_compute_writes_its_tree(

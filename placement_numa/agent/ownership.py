@@ -25,7 +25,10 @@ The operator's override, ``take_over`` (``placement-numa agent --once --take-ove
 is for a host whose nova-compute was stopped for good: the agent then removes Nova's traits from
 the root (``nova_trait``) and moves the flat inventory onto the cells (with the reshape planner
 when guests hold it), so later runs pass without the override. It is refused in periodic mode,
-so it is never left on in a service unit.
+so it is never left on in a service unit, and it is refused (``takeover_refusal``) on a root
+that nova-compute marked as its compute node (``COMPUTE_NODE`` or ``OWNER_NOVA``) unless that
+service was disabled first: Nova puts ``COMPUTE_STATUS_DISABLED`` on the root when an operator
+disables a running nova-compute, which also stops the scheduler from sending guests there.
 """
 
 from __future__ import annotations
@@ -36,9 +39,18 @@ import os_traits
 
 from placement_numa.agent.desired_tree import AGENT_TRAITS
 
-__all__ = ["NOVA_ROOT_CLASSES", "NovaManagedTree", "nova_signs", "nova_trait", "refusal"]
+__all__ = [
+    "NOVA_ROOT_CLASSES",
+    "NovaManagedTree",
+    "nova_signs",
+    "nova_trait",
+    "refusal",
+    "takeover_refusal",
+]
 
 NOVA_ROOT_CLASSES = ("VCPU", "PCPU", "MEMORY_MB")
+# nova-compute marks every compute node it manages with both (Nova 34's resource tracker).
+_NOVA_MARKS = frozenset({os_traits.COMPUTE_NODE, os_traits.OWNER_NOVA})
 # os-traits' namespaces of the traits nova-compute sets on its compute nodes.
 _NOVA_TRAITS = frozenset(
     os_traits.get_traits("OWNER_NOVA")
@@ -73,4 +85,19 @@ def refusal(name: str, uuid: str, signs: list[str]) -> NovaManagedTree:
         "one writer per provider tree: nothing written. Run nova-compute (with the "
         "placement-numa patch series for NUMA) on Nova hosts, or stop nova-compute for good "
         "and run 'placement-numa agent --once --take-over-from-nova'"
+    )
+
+
+def takeover_refusal(name: str, uuid: str, traits: Iterable[str]) -> NovaManagedTree | None:
+    """The one-line error when compute node ``name`` may not be taken over yet: nova-compute
+    marked it (``COMPUTE_NODE``/``OWNER_NOVA``) and it is not disabled (no
+    ``COMPUTE_STATUS_DISABLED``); ``None`` when the take-over may go on."""
+    present = set(traits)
+    if os_traits.COMPUTE_STATUS_DISABLED in present or not present & _NOVA_MARKS:
+        return None
+    return NovaManagedTree(
+        f"compute node {name} ({uuid}) is nova-compute's and its service is not disabled (no "
+        f"{os_traits.COMPUTE_STATUS_DISABLED} on its root); nothing written. Disable it while it "
+        "runs ('openstack compute service set --disable <host> nova-compute'), stop it for good, "
+        "then take over"
     )

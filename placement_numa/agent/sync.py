@@ -55,6 +55,7 @@ from placement_numa.agent.ownership import (
     nova_signs,
     nova_trait,
     refusal,
+    takeover_refusal,
 )
 
 __all__ = ["SyncReport", "SyncError", "ReshapeRequired", "NovaManagedTree", "sync"]
@@ -187,6 +188,9 @@ class _Syncer:
             return
         if not self.take_over:
             raise refusal(root.name, root.uuid, signs)
+        blocked = takeover_refusal(root.name, root.uuid, traits)
+        if blocked is not None:
+            raise blocked
         self.report.note(f"taking over {root.name} from nova-compute ({', '.join(signs)})")
 
     def _flat_with_usage(self, root: ProviderRecord) -> bool:
