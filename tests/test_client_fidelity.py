@@ -20,8 +20,6 @@ import pytest
 from tests.conftest import PlacementAPI
 from tests.upstream_oracle import Answer, Step, replay, replay_upstream, running_upstream
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="session")
 def upstream() -> Iterator[str]:
@@ -270,6 +268,7 @@ def _status_and_code(answer: Answer) -> tuple[int, str | None]:
         pytest.param(_allocations_script, False, id="allocations"),
     ],
 )
+@pytest.mark.slow  # starts upstream Placement 16 (.ci/run selects the slow tests)
 def test_same_answers_as_upstream(
     api: PlacementAPI,
     backend: str,

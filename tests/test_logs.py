@@ -238,3 +238,25 @@ def test_deprecated_env_and_reload(tmp_path: Path, root_logging: None) -> None:
     setup_service_logging(Settings(config_file=conf_path), load_config(conf_path))
     log.info("through the operator's file")
     assert "APPENDED placement_numa.test_logs through the operator's file" in appended.read_text()
+
+
+def test_control_characters_from_clients_never_forge_a_line(tmp_path: Path) -> None:
+    """Issue 29: ``%0A`` (and any control character) in a request's path or query string is
+    written escaped: each record stays one line, so a client cannot forge a log line."""
+    log_file = tmp_path / "placement.log"
+    port = _port()
+    argv = _serve(tmp_path, f"[DEFAULT]\nlog_file = {log_file}\n", port)
+    forged = "2026-11-26 14:00:00.000 1 INFO placement_numa.access [None req-x admin] forged"
+    path = "/resource_providers/x%0A" + forged.replace(" ", "%20") + "%0D%1B%5B31m%E2%80%A8"
+    with running(argv, port, tmp_path / "stdout.log", env=service_env(), cwd=tmp_path) as service:
+        with service.client() as client:
+            answered = client.get(path)
+            queried = client.get("/resource_providers?name=a%0Ab%09c")
+        text = _wait_for(log_file, "name=a")
+    assert answered.status_code == 404 and queried.status_code == 200
+    lines = text.splitlines()
+    assert not any(line.startswith(forged[:30]) for line in lines), text
+    access = next(line for line in lines if "forged" in line)
+    assert '"GET /resource_providers/x\\n2026-11-26 14:00:00.000 1 INFO' in access
+    assert 'forged\\r\\x1b[31m\\u2028" status: 404' in access
+    assert any('"GET /resource_providers?name=a%0Ab%09c" status: 200' in line for line in lines)

@@ -29,6 +29,12 @@ of a request then reads (without and with Nova's global request id)::
     2026-11-26 14:00:00.123 4242 INFO placement_numa.access [req-9a0e... req-6f1c... nova
     service - - - -] ...
 
+Log forging: a request path may carry ``%0A`` (a newline once decoded), and names and ids
+in bodies may carry any control character. ``EscapeControlFilter``, on each root handler too,
+writes every record's message (format and arguments merged) with its control characters
+escaped (``\n``, ``\r``, ``\t``, ``\x1b``, ``\u2028``, ...), so one record is one line
+whatever a client sent; a traceback's own lines stay as they are.
+
 ``reload_logging(conf)`` re-reads the configuration files and sets logging up again (for
 SIGHUP). The deprecated ``PLACEMENT_NUMA_LOG_JSON`` / ``PLACEMENT_NUMA_LOG_LEVEL`` environment
 variables still win over the file (``use_json``, ``debug``) and log a deprecation warning.
@@ -37,6 +43,7 @@ variables still win over the file (``use_json``, ``debug``) and log a deprecatio
 from __future__ import annotations
 
 import logging
+import re
 from contextvars import ContextVar
 
 from oslo_config import cfg
@@ -48,6 +55,8 @@ __all__ = [
     "PRODUCT",
     "EXTRA_LOG_LEVELS",
     "ContextFilter",
+    "EscapeControlFilter",
+    "escape_control",
     "register_options",
     "setup_logging",
     "reload_logging",
@@ -61,6 +70,40 @@ LOG_CONTEXT: ContextVar[RequestContext | None] = ContextVar(
 # DEBUG lines are about their own plumbing, not about the request.
 EXTRA_LOG_LEVELS = ("routes=INFO", "httpcore=WARN", "httpx=WARN", "multipart=INFO")
 LOG = logging.getLogger(__name__)
+
+
+# C0 and C1 control characters, DEL, and the Unicode line and paragraph separators.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escaped(match: re.Match[str]) -> str:
+    char = match.group()
+    if char in _NAMED:
+        return _NAMED[char]
+    code = ord(char)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def escape_control(text: str) -> str:
+    """``text`` with each control character written as an escape (``"a\nb"`` -> ``a\\nb``):
+    C0 and C1 controls, DEL, U+2028 and U+2029. Printable text, non-ASCII included, is kept."""
+    return _CONTROL.sub(_escaped, text) if _CONTROL.search(text) else text
+
+
+class EscapeControlFilter(logging.Filter):
+    """Merges each record's arguments into its message and escapes the control characters of
+    the result (``escape_control``): a client's ``%0A`` in a path or a newline in a name never
+    starts a forged line. Never drops a record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Escape ``record``'s message (and drop its arguments, now merged)."""
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string: let the handler report it as logging does
+            return True
+        record.msg, record.args = escape_control(message), None
+        return True
 
 
 class ContextFilter(logging.Filter):
@@ -110,10 +153,10 @@ def setup_logging(
     _apply_deprecated_env(conf, json_lines=json_lines, level=level)
     oslo_logging.setup(conf, PRODUCT, version=_version(), fix_eventlet=False)
     logging.captureWarnings(True)
-    context_filter = ContextFilter()
     for handler in logging.getLogger().handlers:
-        if not any(isinstance(f, ContextFilter) for f in handler.filters):
-            handler.addFilter(context_filter)
+        for kind in (ContextFilter, EscapeControlFilter):
+            if not any(isinstance(f, kind) for f in handler.filters):
+                handler.addFilter(kind())
     if level is not None and level.lower() not in ("debug", "info"):
         numeric = logging.getLevelName(level.upper())
         if isinstance(numeric, int):
