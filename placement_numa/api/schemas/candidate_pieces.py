@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 from placement_numa.api import microversion as mv
+from placement_numa.api.schemas.candidate_dicts import render_candidates, summary
 from placement_numa.domain.request_groups import CandidateQuery
 from placement_numa.engine import CandidateResult, FleetSnapshot
 from placement_numa.engine.candidates import Candidate, Layout, TemplateEntry
@@ -125,8 +126,6 @@ def candidate_body_pieces(
     generator is exhausted: the result holds it, so a refresh patches a copy instead
     (``engine.fleet_patch.replace_trees``).
     """
-    from placement_numa.api.schemas.allocation_candidates import render_candidates, summary
-
     if version < mv.ALLOCATIONS_DICT:
         yield orjson.dumps(render_candidates(result, query, version, nested_aware=nested_aware))
         return

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from placement_numa.api.schemas.allocation_candidates import summary
+from placement_numa.api.schemas.candidate_dicts import summary
 from placement_numa.services.numa_candidates import RankedCandidate
 
 __all__ = ["allocation_request", "numa_block", "render_ranked"]
@@ -62,7 +62,7 @@ def allocation_request(ranked: RankedCandidate) -> dict[str, Any]:
 def render_ranked(found: list[RankedCandidate]) -> dict[str, Any]:
     """``{"allocation_requests": [...], "provider_summaries": {uuid: {...}}}`` for ranked
     candidates, in their order; summaries (1.39 shape: every inventory's ``capacity`` and
-    ``used``, traits, parent and root uuids; ``allocation_candidates.summary``, the renderer
+    ``used``, traits, parent and root uuids; ``candidate_dicts.summary``, the renderer
     of ``GET /allocation_candidates``) cover every provider of each candidate's tree."""
     requests: list[dict[str, Any]] = []
     summaries: dict[str, Any] = {}
