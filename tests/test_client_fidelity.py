@@ -252,6 +252,38 @@ def test_allocations_as_placement(api: PlacementAPI, backend: str) -> None:
     assert answers[10][1] == {"allocations": {}}
 
 
+def _order_script(backend: str) -> list[Step]:
+    """What a request with two faults answers: an unknown provider is a 404 before a bad
+    inventory body is a 400, as upstream checks them (a stale generation is a 409 before an
+    unknown class or a bad amount there, as before)."""
+    rp, unknown = _new(), _new()
+    stale = {"resource_provider_generation": 99}
+    return [
+        _provider(rp),
+        Step("PUT", f"/resource_providers/{unknown}/inventories", {"bogus": 1}),
+        Step("PUT", f"/resource_providers/{unknown}/inventories/VCPU", {"bogus": 1}),
+        Step("POST", f"/resource_providers/{unknown}/inventories", {"bogus": 1}),
+        Step("PUT", f"/resource_providers/{unknown}/aggregates", {"bogus": 1}),
+        Step("PUT", f"/resource_providers/{unknown}", {"bogus": 1}),
+        Step(
+            "PUT",
+            f"/resource_providers/{rp}/inventories",
+            {"inventories": {"NOPE": {"total": 8}}, **stale},
+        ),
+        Step(
+            "PUT",
+            f"/resource_providers/{rp}/inventories/VCPU",
+            {"total": 8, "reserved": 9, **stale},
+        ),
+        Step("PUT", f"/resource_providers/{rp}/traits", {"traits": ["CUSTOM_NOPE"], **stale}),
+    ]
+
+
+def test_not_found_and_conflict_before_body_errors(api: PlacementAPI, backend: str) -> None:
+    answers = replay(api, _order_script(backend))
+    assert [status for status, _ in answers[1:]] == [404, 404, 404, 404, 404, 409, 409, 409]
+
+
 def _status_and_code(answer: Answer) -> tuple[int, str | None]:
     status, body = answer
     errors = body.get("errors") if isinstance(body, dict) else None
@@ -266,6 +298,7 @@ def _status_and_code(answer: Answer) -> tuple[int, str | None]:
         pytest.param(_error_texts_script, True, id="error-texts"),
         # The texts of errors inside maps differ, as doc/source/reference/compatibility.rst says.
         pytest.param(_allocations_script, False, id="allocations"),
+        pytest.param(_order_script, True, id="checks-order"),
     ],
 )
 @pytest.mark.slow  # starts upstream Placement 16 (.ci/run selects the slow tests)

@@ -30,6 +30,7 @@ from placement_numa.api.schemas.inventories import (
 from placement_numa.domain.inventory import InventoryFields
 from placement_numa.errors import MethodNotAllowed
 from placement_numa.services import inventories as service
+from placement_numa.services import providers as provider_service
 
 __all__ = ["router"]
 
@@ -85,6 +86,7 @@ def put_inventories(
     """200 with the new collection; 400 (schema, capacity, unknown class), 404, 409
     (``placement.concurrent_update`` on a stale generation, ``placement.inventory.inuse`` when a
     removed class has allocations)."""
+    provider_service.get_provider(database, uuid=uuid)  # 404 before body errors, as Placement
     data = validate(InventoriesBody, body)
     inventories = {name: record.to_fields() for name, record in data.inventories.items()}
     generation = service.set_inventories(
@@ -108,6 +110,7 @@ def post_inventory(
 ) -> Response:
     """201 with the inventory and a ``location``; 400 (schema, capacity, unknown class), 404,
     409 when the class already has an inventory."""
+    provider_service.get_provider(database, uuid=uuid)  # 404 before body errors, as Placement
     data = validate(InventoryPostBody, body)
     fields = data.to_fields()
     generation = service.create_inventory(
@@ -156,6 +159,7 @@ def put_inventory(
 ) -> Response:
     """200 with the inventory; 400 (schema, capacity, no inventory of the class), 404 (provider
     or resource class unknown), 409 ``placement.concurrent_update`` on a stale generation."""
+    provider_service.get_provider(database, uuid=uuid)  # 404 before body errors, as Placement
     data = validate(InventoryBody, body)
     fields = data.to_fields()
     generation = service.update_inventory(
