@@ -18,7 +18,7 @@ The plan holds what the searches of one request run, each translated once:
   exhaustive paths) never translate again.
 
 The candidate endpoint (``services.numa_candidates``), the claim endpoint (``services.claims``)
-and ``explain`` (``numa.explain`` over each ``NumaQuery``) all consume the same plan. What
+and ``explain`` (``NumaQuery.explain`` of each of its queries) all consume the same plan. What
 depends on the fleet (traits and classes the service knows: ``services.numa_search.runnable``)
 is checked per snapshot by the searches, not here.
 """

@@ -125,8 +125,43 @@ class NumaQuery:
 
     @property
     def explain(self) -> str:
-        """The query the service runs, as a ``GET /allocation_candidates`` query string."""
-        return to_query_string(self.search_query)
+        """The ``explain`` of this query's candidates: the query the service runs as a ``GET
+        /allocation_candidates`` query string, plus ``#`` and the constraints the search adds
+        (``&``-separated) when there are any::
+
+            resources_MEM1=...&resources_PCI1=CUSTOM_PCI_8086_1572:1&same_subtree=...
+            #device_affinity=_PCI1:required&guest_cells=_NUMA1,_NUMA2&distinct_cells=_NUMA1,_NUMA2
+
+        (a URL fragment: ``GET /allocation_candidates?<explain>`` still runs the query). Each
+        constraint is present only when the search applies it:
+
+        * ``device_affinity=<suffix>:<policy>,...``: the device groups whose NUMA affinity the
+          search checks (``numa.device_affinity``: ``required``, ``legacy``, ``socket``) or
+          ranks (``preferred``), and ``guest_cells``: the anchor groups whose host cells count
+          as the guest's; a ``required`` device of a one-cell guest is in the query's
+          ``same_subtree`` instead;
+        * ``distinct_cells=<suffix>,...``: guest cells on distinct host cells, when the query
+          itself (``group_policy=isolate``) does not enforce it;
+        * ``memory=free_pages``: Nova's rule for pinned or explicit-page-size guests
+          (``numa.memory_rule``).
+        """
+        constraints = self._constraints()
+        query = to_query_string(self.search_query)
+        return query + ("#" + "&".join(constraints) if constraints else "")
+
+    def _constraints(self) -> list[str]:
+        """``name=value`` of each constraint the search adds to the query (``explain``)."""
+        found: list[str] = []
+        devices = [d for d in self.devices if not d.in_subtree and d.policy != "none"]
+        if devices:
+            found.append("device_affinity=" + ",".join(f"{d.suffix}:{d.policy}" for d in devices))
+            anchors = self.search_cells or self.cells
+            found.append("guest_cells=" + ",".join(c.anchor for c in anchors))
+        if self.filter_anchors:
+            found.append("distinct_cells=" + ",".join(self.anchors))
+        if self.topology is not None and self.topology.memory_not_overcommitted:
+            found.append("memory=free_pages")
+        return found
 
 
 def _extra_groups(

@@ -15,7 +15,6 @@ from placement_numa.domain.request_groups import CandidateQuery
 from placement_numa.engine import Candidate, CandidateEngine, FleetSnapshot
 from placement_numa.numa.device_affinity import device_accept
 from placement_numa.numa.engine_rank import CellIndex, NumaRanker
-from placement_numa.numa.explain import explain as explain_numa
 from placement_numa.numa.memory_rule import memory_accept
 from placement_numa.numa.ranking import NumaScore
 from placement_numa.numa.request import NumaOptions
@@ -179,7 +178,7 @@ def search_bounded(
         orderings=options.every_ordering,
         diversify=options.diversify,
     )
-    explain = explain_numa(numa)
+    explain = numa.explain
     fleet = result.fleet
     found = [_ranked(c, fleet, ranker, explain) for c in result.candidates]
     return found, fleet
@@ -205,7 +204,7 @@ def search_exhaustive(
         fleet=fleet,
         orderings=options.every_ordering,
     )
-    explain = explain_numa(numa)
+    explain = numa.explain
     found = []
     for candidate in result.candidates:
         if accept is not None and not accept(candidate):
