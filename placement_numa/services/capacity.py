@@ -9,9 +9,11 @@ none fits (or the ``cap``), the fleet's ``total`` their sum, and ``limited_by`` 
 host then (``services.capacity_limits``). Claiming the flavor alone through ``/claim`` on the
 same fleet therefore succeeds exactly ``total`` times and then answers 409 ``no_room``.
 
-Work: one fleet search per flavor finds the hosts with room for one (each host's best
-candidate, ``diversify``), then each of those hosts is filled alone; hosts whose trees, usage
-and cell data are alike share one fill (``_host_key``). Bounded by the number of flavors
+Work: one fleet search per flavor with no limit, then the claims replayed per host in Python
+(``services.fleet_fill``). For plans that widen (``distribute_cpus_across_numa``, the Topology
+Manager's ``restricted``/``best-effort``), the reference path: one fleet search finds the hosts
+with room for one, then each is filled alone (``services.host_fill``), hosts whose trees, usage
+and cell data are alike sharing one fill (``_host_key``). Bounded by the number of flavors
 (``MAX_FLAVORS``, the API checks it) and the per-host ``cap``.
 
 The scope (``CapacityScope``) keeps hosts whose compute node (root provider) is in the tree of
@@ -34,6 +36,7 @@ from placement_numa.numa.plan import SearchPlan, search_plan
 from placement_numa.numa.request import NumaOptions, numa_request
 from placement_numa.services import numa_candidates
 from placement_numa.services.capacity_limits import Shortfall, limited_by
+from placement_numa.services.fleet_fill import fill_fleet
 from placement_numa.services.host_fill import HostFill, fill_host, host_fleet
 from placement_numa.services.numa_search import numa_cells
 
@@ -160,20 +163,20 @@ def _first_fits(
     return maybe & set(roots)
 
 
-def _count_flavor(
+def _host_by_host(
     fleet: FleetSnapshot,
-    ask: FlavorAsk,
-    options: NumaOptions,
+    plan: SearchPlan,
     index: CellIndex,
     roots: Sequence[int],
     cap: int,
-) -> FlavorCapacity:
-    plan = search_plan(numa_request(ask.flavor, ask.image, options, aliases=ask.aliases))
+) -> list[tuple[int, int, bool, tuple[Shortfall, ...]]]:
+    """``(root, count, capped, limited_by)`` per root, each host filled alone
+    (``host_fill``; hosts alike share one fill): the reference path."""
     numa = plan.main
     no_overcommit = numa.topology is not None and numa.topology.memory_not_overcommitted
     fits = _first_fits(fleet, plan, index, roots)
     fills: dict[tuple[object, ...], tuple[int, bool, tuple[Shortfall, ...]]] = {}
-    hosts = []
+    found = []
     for root in roots:
         key = _host_key(fleet, index, root)
         known = fills.get(key)
@@ -188,8 +191,52 @@ def _count_flavor(
                 no_overcommit=no_overcommit,
             )  # fmt: skip
             known = fills[key] = (count, capped, limits)
+        found.append((root, *known))
+    return found
+
+
+def _all_at_once(
+    fleet: FleetSnapshot,
+    plan: SearchPlan,
+    index: CellIndex,
+    roots: Sequence[int],
+    cap: int,
+) -> list[tuple[int, int, bool, tuple[Shortfall, ...]]] | None:
+    """As ``_host_by_host``, from one fleet search (``fleet_fill``); ``None`` for a plan it
+    does not replay."""
+    filled = fill_fleet(plan, fleet, index, roots, cap)
+    if filled is None:
+        return None
+    numa = plan.main
+    no_overcommit = numa.topology is not None and numa.topology.memory_not_overcommitted
+    found = []
+    for root in roots:
+        one = filled.get(root)
+        count, capped, taken = (one.count, one.capped, one.taken) if one else (0, cap == 0, {})
+        limits = () if capped else limited_by(
+            fleet, root, numa.search_query, index, no_overcommit=no_overcommit, taken=taken
+        )  # fmt: skip
+        found.append((root, count, capped, limits))
+    return found
+
+
+def _count_flavor(
+    fleet: FleetSnapshot,
+    ask: FlavorAsk,
+    options: NumaOptions,
+    index: CellIndex,
+    roots: Sequence[int],
+    cap: int,
+    reference: bool,
+) -> FlavorCapacity:
+    plan = search_plan(numa_request(ask.flavor, ask.image, options, aliases=ask.aliases))
+    found = None if reference else _all_at_once(fleet, plan, index, roots, cap)
+    if found is None:
+        found = _host_by_host(fleet, plan, index, roots, cap)
+    hosts = []
+    for root, count, capped, limits in found:
         uuid = fleet.uuids[root]
-        hosts.append(HostCapacity(uuid, index.host_names.get(uuid, uuid), *known))
+        hosts.append(HostCapacity(uuid, index.host_names.get(uuid, uuid), count, capped, limits))
     hosts.sort(key=lambda h: (-h.count, h.host))
     return FlavorCapacity(ask.name, sum(h.count for h in hosts), hosts)
 
@@ -203,15 +250,18 @@ def fleet_capacity(
     scope: CapacityScope | None = None,
     cap: int = DEFAULT_CAP,
     fleet: FleetSnapshot | None = None,
+    reference: bool = False,
 ) -> list[FlavorCapacity]:
     """How many more of each flavor fit (module docstring), in the order of ``flavors``, on
     one snapshot (``fleet``, else ``engine.snapshot()``). ``options``: the claim's options
     (``prefer_closest``, ``distribute``, ``topology_policy``; ``limit`` is ignored); ``index``:
     cell ids, distances, host names; ``cap``: the most instances counted per host (0 to
-    ``MAX_CAP``). Raises ``InvalidFlavor`` (400) for a flavor that cannot be translated,
-    ``InvalidAliasConfig`` (400) through the alias table."""
+    ``MAX_CAP``); ``reference``: fill host by host (``host_fill``) even where ``fleet_fill``
+    replays the claims from one search (same answer, slower: the tests compare them). Raises
+    ``InvalidFlavor`` (400) for a flavor that cannot be translated, ``InvalidAliasConfig``
+    (400) through the alias table."""
     if fleet is None:
         fleet = engine.snapshot()
     options = options or NumaOptions()
     roots = scoped_roots(fleet, scope or CapacityScope())
-    return [_count_flavor(fleet, ask, options, index, roots, cap) for ask in flavors]
+    return [_count_flavor(fleet, ask, options, index, roots, cap, reference) for ask in flavors]

@@ -16,6 +16,7 @@ cells on distinct host cells, device affinity, ``same_subtree``): one ``Shortfal
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from placement_numa.domain.numa_tree import HW_NUMA_ROOT
@@ -63,19 +64,32 @@ def _serves(group: RequestGroup, provider: ProviderInfo, resource_class: str) ->
     return all(any_of & traits for any_of in group.any_traits)
 
 
-def _free(provider: ProviderInfo, resource_class: str, no_overcommit: bool) -> int:
+def _free(provider: ProviderInfo, resource_class: str, no_overcommit: bool, added: int) -> int:
     inv = provider.inventories[resource_class]
+    used = inv.used + added
     if no_overcommit and resource_class == "MEMORY_MB":
-        return min(inv.free, inv.total - inv.reserved - inv.used)
-    return inv.free
+        return min(inv.capacity - used, inv.total - inv.reserved - used)
+    return inv.capacity - used
 
 
-def _cell_of(fleet: FleetSnapshot, index: CellIndex, provider: int) -> int | None:
-    """The host cell id of the ``HW_NUMA_ROOT`` at or above ``provider`` (``None``: none)."""
+def _cell_ids(fleet: FleetSnapshot, index: CellIndex, root: int) -> dict[int, int]:
+    """Cell provider index -> host cell id for ``root``'s tree, as the ranking numbers them
+    (``numa.host_view``: the id from the cell's name, else its order among the tree's cells)."""
+    ids: dict[int, int] = {}
+    order = 0
+    for i in fleet.tree[root]:
+        if HW_NUMA_ROOT in fleet.providers[i].traits:
+            found = index.cell_ids.get(fleet.uuids[i])
+            ids[i] = found if found is not None else order
+            order += 1
+    return ids
+
+
+def _cell_of(fleet: FleetSnapshot, ids: Mapping[int, int], provider: int) -> int | None:
+    """The host cell id of the cell at or above ``provider`` (``None``: none)."""
     for i in fleet.ancestors(provider):
-        info = fleet.providers[i]
-        if HW_NUMA_ROOT in info.traits:
-            return index.cell_ids.get(info.uuid, i)
+        if i in ids:
+            return ids[i]
     return None
 
 
@@ -86,20 +100,24 @@ def limited_by(
     index: CellIndex,
     *,
     no_overcommit: bool,
+    taken: Mapping[tuple[int, str], int] | None = None,
 ) -> tuple[Shortfall, ...]:
     """The shortfalls of the host ``root`` (an index of ``fleet``) for one more instance asked
     by ``query`` (the flavor's search query), sorted; ``no_overcommit``: the memory rule
-    applies (see the module docstring)."""
+    applies (see the module docstring); ``taken``: usage added to ``fleet``'s by
+    ``(provider index, resource class)``."""
+    taken = taken or {}
     best: dict[tuple[str, int | None], tuple[int, int]] = {}  # (rc, cell) -> (free, requested)
     members = fleet.tree[root]
+    ids = _cell_ids(fleet, index, root)
     for group in query.groups:
         for rc, amount in group.resources.items():
             per_cell: dict[int | None, int] = {}
             for i in members:
                 provider = fleet.providers[i]
                 if _serves(group, provider, rc):
-                    cell = _cell_of(fleet, index, i)
-                    free = _free(provider, rc, no_overcommit)
+                    cell = _cell_of(fleet, ids, i)
+                    free = _free(provider, rc, no_overcommit, taken.get((i, rc), 0))
                     per_cell[cell] = max(free, per_cell.get(cell, free))
             if not per_cell:
                 per_cell[None] = 0
