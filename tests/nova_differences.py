@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from placement_numa.numa.cpu_spec import CpuSpecError, parse_cpu_spec
+
 __all__ = ["Case", "Difference", "DIFFERENCES", "classify", "readme_table"]
 
 
@@ -64,6 +66,27 @@ def _has(case: Case, prefix: str) -> bool:
 
 def _huge_pages(case: Case) -> bool:
     return any(cell.huge_pages for cell in case.host.cells)
+
+
+def _shared_only_guest_cell(case: Case) -> bool:
+    """Whether a guest cell of this ``mixed`` flavor holds no dedicated CPU (Nova's even split
+    of the vCPUs over ``hw:numa_nodes`` cells, or ``hw:numa_cpus.N``)."""
+    specs, vcpus = case.specs, int(case.flavor["vcpus"])
+    nodes = int(specs.get("hw:numa_nodes", "1"))
+    try:
+        mask = specs["hw:cpu_dedicated_mask"]
+        if mask.startswith("^"):
+            dedicated = set(range(vcpus)) - parse_cpu_spec(mask[1:], max_cpu=vcpus - 1)
+        else:
+            dedicated = set(parse_cpu_spec(mask, max_cpu=vcpus - 1))
+        if "hw:numa_cpus.0" in specs:
+            cells = [parse_cpu_spec(specs[f"hw:numa_cpus.{n}"]) for n in range(nodes)]
+        else:
+            size = vcpus // nodes
+            cells = [frozenset(range(n * size, (n + 1) * size)) for n in range(nodes)]
+    except (KeyError, ValueError, CpuSpecError):
+        return False
+    return any(cell and not cell & dedicated for cell in cells)
 
 
 DIFFERENCES: tuple[Difference, ...] = (
@@ -144,6 +167,22 @@ DIFFERENCES: tuple[Difference, ...] = (
         "every host cell is tried with every page size the request allows",
         "Nova quirk not copied",
         lambda c: c.page_size in ("large", "any") and not c.nova_fits and c.ours_fits,
+    ),
+    Difference(
+        "isolate-shared-only-cell",
+        "`mixed` with `hw:cpu_thread_policy=isolate` and a guest cell holding only shared CPUs",
+        "refuses every host: the cell has no CPU to pin, and Nova takes the empty pinning for a "
+        "failed one",
+        "the cell's shared CPUs take `VCPU` from its host cell; the thread policy applies to the "
+        "dedicated CPUs of the other cells",
+        "Nova bug not copied: there is nothing to isolate in that cell, and the flavor is valid",
+        lambda c: (
+            c.specs.get("hw:cpu_policy") == "mixed"
+            and c.thread_policy == "isolate"
+            and not c.nova_fits
+            and c.ours_fits
+            and _shared_only_guest_cell(c)
+        ),
     ),
 )
 

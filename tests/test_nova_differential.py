@@ -270,6 +270,41 @@ def test_mixed_guest_on_pcpu_only_cells_is_the_documented_difference(
     assert classify(Case(spec, flavor, answer, fits, error)) == "fit-cache-ids"
 
 
+def test_isolate_with_a_shared_only_guest_cell_is_a_documented_difference(
+    api: PlacementAPI, nova: str
+) -> None:
+    """Issue 29 (found with ``PLACEMENT_NUMA_DIFF_SEED=7``): ``mixed`` with
+    ``hw:cpu_thread_policy=isolate`` whose guest cell 1 holds only a shared CPU. Nova refuses
+    every host (its ``isolate`` pinning of that cell's zero dedicated CPUs is an empty list,
+    which it reads as a failure; ``prefer`` fits the same flavor); we fit it, row
+    ``isolate-shared-only-cell``."""
+    cells = [
+        CellSpec(id=0, dedicated=[0, 1], shared=[2], siblings=[[0], [1], [2]], small_mb=4096),
+        CellSpec(id=1, dedicated=[3], shared=[4, 5], siblings=[[3], [4], [5]], small_mb=4096),
+    ]
+    spec = HostSpec("isolate-shared", cells, smt=False, ram_ratio=1.0, cpu_ratio=4.0)
+    specs = {"hw:cpu_policy": "mixed", "hw:cpu_dedicated_mask": "0", "hw:numa_nodes": "2"}
+    isolate = {
+        "vcpus": 2,
+        "memory_mb": 512,
+        "extra_specs": {**specs, "hw:cpu_thread_policy": "isolate"},
+    }
+    prefer = {
+        "vcpus": 2,
+        "memory_mb": 512,
+        "extra_specs": {**specs, "hw:cpu_thread_policy": "prefer"},
+    }
+    seed_host(api, spec, "CUSTOM_DIFF_ISOLATE", set())
+    pairs = [{"host": spec.nova_host(), "flavor": f} for f in (isolate, prefer)]
+    refused, fitted = ask_nova(nova, {"pairs": pairs})["pairs"]
+    assert (refused["fits"], refused["error"]) == (False, None)
+    assert fitted["fits"] is True
+    fits, error = ours(api, isolate, "CUSTOM_DIFF_ISOLATE")
+    assert (fits, error) == (True, None)
+    case = Case(spec, isolate, refused, fits, error)
+    assert classify(case) == "isolate-shared-only-cell"
+
+
 def _features(
     spec: HostSpec, flavor: dict[str, Any], nova: dict[str, Any], fits: bool
 ) -> list[str]:
