@@ -20,6 +20,7 @@ snapshots patched from one full build), a few revisions per CPU classes.
 
 from __future__ import annotations
 
+import gc
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -142,6 +143,29 @@ class HostView:
         return ids, host, number
 
 
+def _built(
+    fleet: FleetSnapshot,
+    index: CellIndex,
+    cpu_classes: tuple[str, ...],
+    tables: _Tables,
+    base: HostView | None,
+) -> HostView:
+    """A new ``HostView``; a full build (a few long-lived objects per host, like the snapshot
+    itself: ``engine.handover``) runs without the cyclic collector and is frozen after
+    (``gc.freeze``), so that no later collection walks it again."""
+    if base is not None:
+        return HostView(fleet, index, cpu_classes, tables, base)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        view = HostView(fleet, index, cpu_classes, tables)
+        gc.freeze()
+    finally:
+        if collecting:
+            gc.enable()
+    return view
+
+
 def _same_index(a: CellIndex, b: CellIndex) -> bool:
     """Whether two cell indexes give every host the same cell ids and distances."""
     return a is b or (a.cell_ids == b.cell_ids and a.distances == b.distances)
@@ -161,7 +185,7 @@ def host_view(fleet: FleetSnapshot, index: CellIndex, cpu_classes: tuple[str, ..
     tables = fleet.derived.setdefault(("numa-host-tables", cpu_classes), _Tables())
     if view is not None:  # same snapshot, another index: rebuild under the new one
         base = None
-    view = HostView(fleet, index, cpu_classes, tables, base)
+    view = _built(fleet, index, cpu_classes, tables, base)
     with _LOCK:
         kept[fleet.revision] = view
         while len(kept) > KEPT_REVISIONS:
