@@ -25,6 +25,7 @@ import argparse
 import os
 import random
 import shutil
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -173,8 +174,10 @@ def main() -> int:
     if not (cached / "ours.seeded").exists() or not (cached / "upstream.seeded").exists():
         sys.exit(f"no seeded fleet in {cached}: run benchmarks/mixed_fleet.py with these sizes")
     work = Path(tempfile.mkdtemp(prefix="pn-loop-"))
-    for side in ("ours", "upstream"):
-        shutil.copy(cached / f"{side}.db", work / f"{side}.db")
+    for side in ("ours", "upstream"):  # with what the write-ahead log still holds
+        with sqlite3.connect(cached / f"{side}.db") as source:
+            with sqlite3.connect(work / f"{side}.db") as copy:
+                source.backup(copy)
     cpu0 = os.times()
     print(f"{args.hosts} hosts x {args.cells} cells; load average {os.getloadavg()[0]:.1f}")
     try:
@@ -189,7 +192,8 @@ def main() -> int:
             }
             for base in bases.values():  # fleets loaded, first requests served
                 for _kind, query in boots(len(CATALOGUE) * 2, args.seed - 1):
-                    httpx.get(f"{base}/allocation_candidates?{query}&limit=1", headers=HEADERS)
+                    url = f"{base}/allocation_candidates?{query}&limit=1"
+                    httpx.get(url, headers=HEADERS, timeout=600)
             counts = {"ours": args.boots, "upstream": args.upstream_boots}
             for n, limit in enumerate(args.limits):
                 plan = boots(args.boots, args.seed + n)
