@@ -65,9 +65,8 @@ __all__ = [
     "NoRoom",
     "ClaimContended",
     "claim",
+    "claim_for",
     "claim_for_flavor",
-    "claim_for_plan",
-    "claim_for_query",
     "requested_amounts",
     "lacking_amounts",
     "ClaimStrategy",
@@ -335,36 +334,38 @@ def _no_room(engine: CandidateEngine, requested: Mapping[str, int], consumer: st
     return NoRoom(f"No allocation candidate fits consumer {consumer}: {reason}.", extra=extra)
 
 
-def claim_for_plan(
+def claim_for(
     *,
     database: Database,
     engine: CandidateEngine,
-    plan: SearchPlan,
+    wanted: SearchPlan | CandidateQuery,
+    options: NumaOptions,
     request: ClaimRequest,
     window: int = DEFAULT_WINDOW,
     strategy: ClaimStrategy = "spread",
     index_cache: CellIndexCache | None = None,
 ) -> ClaimWritten:
     """``claim`` over the ranked candidates of ``POST /allocation_candidates`` for a flavor's
-    ``SearchPlan`` (built once; every search round runs it with the request's options whole,
-    ``limit`` replaced by the round's window; ``index_cache``: the process's cell index cache,
-    see ``numa_candidates``). Raises what ``claim`` raises."""
-    options = plan.request.options
+    ``SearchPlan`` (built once for every round) or a ready query (the JSON form of the GET
+    query), through ``numa_candidates.candidates_for``: every search round runs with
+    ``options`` whole, ``limit`` replaced by the round's window; ``index_cache``: the
+    process's cell index cache (see ``numa_candidates``). Raises what ``claim`` raises."""
 
     def search(limit: int) -> list[RankedCandidate]:
-        return numa_candidates.plan_candidates(
+        return numa_candidates.candidates_for(
             database=database,
             engine=engine,
-            plan=plan,
+            wanted=wanted,
             options=replace(options, limit=limit),
             index_cache=index_cache,
         )
 
+    query = wanted.main.query if isinstance(wanted, SearchPlan) else wanted
     return claim(
         database=database,
         engine=engine,
         search=search,
-        requested=requested_amounts(plan.main.query),
+        requested=requested_amounts(query),
         request=request,
         window=window,
         prefer_closest=options.prefer_closest,
@@ -385,52 +386,16 @@ def claim_for_flavor(
     aliases: Mapping[str, PciAlias] | None = None,
     index_cache: CellIndexCache | None = None,
 ) -> ClaimWritten:
-    """``claim_for_plan`` of the flavor's plan (``numa_request`` with ``aliases``, the ``[pci]
-    alias`` table, and ``options``, then ``search_plan``). Raises ``InvalidFlavor`` (400)
-    before anything is searched, and what ``claim`` raises."""
-    plan = search_plan(numa_request(flavor, image, options, aliases=aliases))
-    return claim_for_plan(
+    """``claim_for`` the flavor's plan (``numa_request`` with ``aliases``, the ``[pci] alias``
+    table, and ``options``, then ``search_plan``). Raises ``InvalidFlavor`` (400) before
+    anything is searched, and what ``claim`` raises."""
+    return claim_for(
         database=database,
         engine=engine,
-        plan=plan,
+        wanted=search_plan(numa_request(flavor, image, options, aliases=aliases)),
+        options=options,
         request=request,
         window=window,
         strategy=strategy,
         index_cache=index_cache,
-    )
-
-
-def claim_for_query(
-    *,
-    database: Database,
-    engine: CandidateEngine,
-    query: CandidateQuery,
-    options: NumaOptions,
-    request: ClaimRequest,
-    window: int = DEFAULT_WINDOW,
-    strategy: ClaimStrategy = "spread",
-    index_cache: CellIndexCache | None = None,
-) -> ClaimWritten:
-    """``claim`` over the ranked candidates of a ready query (the JSON form of the GET query;
-    ``options`` whole, ``limit`` replaced by each round's window; ``index_cache`` as for
-    ``claim_for_plan``)."""
-
-    def search(limit: int) -> list[RankedCandidate]:
-        return numa_candidates.query_candidates(
-            database=database,
-            engine=engine,
-            query=query,
-            options=replace(options, limit=limit),
-            index_cache=index_cache,
-        )
-
-    return claim(
-        database=database,
-        engine=engine,
-        search=search,
-        requested=requested_amounts(query),
-        request=request,
-        window=window,
-        prefer_closest=options.prefer_closest,
-        strategy=strategy,
     )

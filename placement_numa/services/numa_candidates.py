@@ -64,6 +64,7 @@ __all__ = [
     "NumaOptions",
     "RankedCandidate",
     "CellIndexCache",
+    "candidates_for",
     "flavor_candidates",
     "plan_candidates",
     "query_candidates",
@@ -322,4 +323,24 @@ def query_candidates(
             for c in result.candidates
         ],
         index,
+    )
+
+
+def candidates_for(
+    *,
+    database: Database | None,
+    engine: CandidateEngine,
+    wanted: SearchPlan | CandidateQuery,
+    options: NumaOptions,
+    index_cache: CellIndexCache | None = None,
+) -> list[RankedCandidate]:
+    """Ranked candidates of what a NUMA body asks (``api/numa_body.searched``): a flavor's
+    ``SearchPlan`` (``plan_candidates``) or a ready query (``query_candidates``), under
+    ``options`` (whole)."""
+    if isinstance(wanted, SearchPlan):
+        return plan_candidates(
+            database=database, engine=engine, plan=wanted, options=options, index_cache=index_cache
+        )
+    return query_candidates(
+        database=database, engine=engine, query=wanted, options=options, index_cache=index_cache
     )

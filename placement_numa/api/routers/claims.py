@@ -36,7 +36,6 @@ from placement_numa.api.responses import PlacementJSONResponse, json_response
 from placement_numa.api.schemas.claims import ClaimBody
 from placement_numa.api.schemas.ranked_candidates import allocation_request
 from placement_numa.errors import BadRequest
-from placement_numa.numa.plan import SearchPlan
 from placement_numa.services import claims as service
 
 __all__ = ["router"]
@@ -89,28 +88,16 @@ def post_claim(
         alternates=data.alternates,
     )
     window = data.limit or service.DEFAULT_WINDOW
-    wanted = searched(data, request.app.state, limits)
-    if isinstance(wanted, SearchPlan):
-        claimed = service.claim_for_plan(
-            database=database,
-            engine=engine,
-            plan=wanted,
-            request=claim,
-            window=window,
-            strategy=strategy,
-            index_cache=index_cache,
-        )
-    else:
-        claimed = service.claim_for_query(
-            database=database,
-            engine=engine,
-            query=wanted,
-            options=data.numa_options(),
-            request=claim,
-            window=window,
-            strategy=strategy,
-            index_cache=index_cache,
-        )
+    claimed = service.claim_for(
+        database=database,
+        engine=engine,
+        wanted=searched(data, request.app.state, limits),
+        options=data.numa_options(),
+        request=claim,
+        window=window,
+        strategy=strategy,
+        index_cache=index_cache,
+    )
     answer = {
         "consumer_uuid": claim.consumer_uuid,
         "consumer_generation": claimed.consumer_generation,

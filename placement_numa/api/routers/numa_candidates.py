@@ -42,7 +42,6 @@ from placement_numa.api.numa_body import searched
 from placement_numa.api.responses import PlacementJSONResponse, json_response
 from placement_numa.api.schemas.numa_candidates import NumaCandidatesBody
 from placement_numa.api.schemas.ranked_candidates import render_ranked
-from placement_numa.numa.plan import SearchPlan
 from placement_numa.services import numa_candidates as service
 
 __all__ = ["router"]
@@ -68,17 +67,11 @@ def post_allocation_candidates(
     """Translate the flavor (Nova spec), search with NUMA ranking (width, KEP-3545 distance,
     KEP-2902 spread), answer in the 1.39 shape with a ``numa`` block per candidate."""
     data = validate(NumaCandidatesBody, body)
-    wanted = searched(data, request.app.state, limits)
-    if isinstance(wanted, SearchPlan):
-        found = service.plan_candidates(
-            database=database, engine=engine, plan=wanted, index_cache=index_cache
-        )
-    else:
-        found = service.query_candidates(
-            database=database,
-            engine=engine,
-            query=wanted,
-            options=data.numa_options(),
-            index_cache=index_cache,
-        )
+    found = service.candidates_for(
+        database=database,
+        engine=engine,
+        wanted=searched(data, request.app.state, limits),
+        options=data.numa_options(),
+        index_cache=index_cache,
+    )
     return json_response(render_ranked(found), version, cache=False)
