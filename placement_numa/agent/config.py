@@ -24,6 +24,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from placement_numa.agent.pci import DeviceSpec, DeviceSpecError, parse_device_specs
 from placement_numa.agent.sysfs import HostTopology
+from placement_numa.conf import conf_option
 from placement_numa.numa.cpu_spec import CpuSpecError, format_cpu_spec, parse_cpu_spec
 
 if TYPE_CHECKING:
@@ -74,39 +75,60 @@ def _check_spec(value: str | None) -> str | None:
 
 
 class AgentSettings(BaseSettings):
-    """Configuration of ``placement-numa agent``."""
+    """Configuration of ``placement-numa agent``. A field tagged with ``conf_option`` is also
+    read from that nova.conf option by ``--config-file`` (``cli/config_file.py`` derives its
+    table from these tags: each option declared once, here); ``pci_device_spec`` is nova.conf's
+    ``[pci] device_spec`` (``conf.DEVICE_SPEC_OPTS``)."""
 
     model_config = SettingsConfigDict(env_prefix="PLACEMENT_NUMA_AGENT_", extra="ignore")
 
     hostname: str = Field(
         default_factory=socket.gethostname,
+        json_schema_extra=conf_option("DEFAULT", "host"),
         description="Name of the compute node root provider (cells are <hostname>_NUMA<id>).",
     )
     placement_url: str = Field(
-        default="http://127.0.0.1:8778", description="Placement API endpoint."
+        default="http://127.0.0.1:8778",
+        json_schema_extra=conf_option("placement", "endpoint_override"),
+        description="Placement API endpoint.",
     )
     token: str = Field(
         default="admin", description="Sent as x-auth-token when auth_url is not set (noauth2)."
     )
     auth_url: str | None = Field(
         default=None,
+        json_schema_extra=conf_option("placement", "auth_url"),
         description="Keystone identity endpoint (http://keystone:5000/v3): with it the agent "
         "authenticates as username with password (keystoneauth1) instead of sending token.",
     )
-    username: str | None = Field(default=None, description="Keystone user (e.g. nova).")
-    password: SecretStr | None = Field(
-        default=None, description="The Keystone user's password (environment only)."
+    username: str | None = Field(
+        default=None,
+        description="Keystone user (e.g. nova).",
+        json_schema_extra=conf_option("placement", "username"),
     )
-    project_name: str = Field(default="service", description="Project the token is scoped to.")
+    password: SecretStr | None = Field(
+        default=None,
+        description="The Keystone user's password (environment only).",
+        json_schema_extra=conf_option("placement", "password"),
+    )
+    project_name: str = Field(
+        default="service",
+        description="Project the token is scoped to.",
+        json_schema_extra=conf_option("placement", "project_name"),
+    )
     user_domain_name: str = Field(default="Default", description="The user's domain.")
     project_domain_name: str = Field(default="Default", description="The project's domain.")
     timeout: float = Field(default=30.0, gt=0, description="HTTP timeout, seconds.")
     sysfs_root: Path = Field(default=Path("/sys"), description="Where sysfs is mounted.")
     cpu_dedicated_set: str | None = Field(
-        default=None, description="Host CPUs reported as PCPU (Nova spec syntax, e.g. 4-15,^8)."
+        default=None,
+        description="Host CPUs reported as PCPU (Nova spec syntax, e.g. 4-15,^8).",
+        json_schema_extra=conf_option("compute", "cpu_dedicated_set"),
     )
     cpu_shared_set: str | None = Field(
-        default=None, description="Host CPUs reported as VCPU (Nova spec syntax)."
+        default=None,
+        description="Host CPUs reported as VCPU (Nova spec syntax).",
+        json_schema_extra=conf_option("compute", "cpu_shared_set"),
     )
     reserved_host_cpus: int = Field(default=0, ge=0, description="VCPUs reserved for the host.")
     reserved_host_memory_mb: int = Field(

@@ -34,18 +34,23 @@ __all__ = ["CLIENT_COMMANDS", "add_config_file", "apply_client_defaults"]
 
 CLIENT_COMMANDS = frozenset({"agent", "demo", "reshape", "schedule"})
 
-# argparse destination -> (section, option) of nova.conf; the agent's fields share these names.
-_FILE_OPTIONS: dict[str, tuple[str, str]] = {
-    "url": ("placement", "endpoint_override"),
-    "placement_url": ("placement", "endpoint_override"),
-    "auth_url": ("placement", "auth_url"),
-    "username": ("placement", "username"),
-    "password": ("placement", "password"),
-    "project_name": ("placement", "project_name"),
-    "hostname": ("DEFAULT", "host"),
-    "cpu_dedicated_set": ("compute", "cpu_dedicated_set"),
-    "cpu_shared_set": ("compute", "cpu_shared_set"),
-}
+# ``--url`` of the other client commands: nova.conf's endpoint, as the agent's placement_url.
+_URL_OPTION = ("placement", "endpoint_override")
+
+
+def _file_options() -> dict[str, tuple[str, str]]:
+    """argparse destination -> (section, option) of nova.conf: the ``AgentSettings`` fields
+    tagged with ``conf_option`` (declared there once; their argparse destinations share the
+    field names), and ``url`` of the other client commands."""
+    from placement_numa.agent.config import AgentSettings
+    from placement_numa.conf import _mapped_fields
+
+    found = {"url": _URL_OPTION}
+    for name, section, option, _field in _mapped_fields(dict(AgentSettings.model_fields)):
+        found[name] = (section, option)
+    return found
+
+
 # Destinations of the agent, whose PLACEMENT_NUMA_AGENT_* variable beats the file.
 _AGENT_ENV_PREFIX = "PLACEMENT_NUMA_AGENT_"
 
@@ -69,7 +74,7 @@ def add_config_file(parser: argparse.ArgumentParser, *, client: bool = False) ->
 
 
 def _file_values(path: str) -> dict[str, str]:
-    """The options of ``_FILE_OPTIONS`` that ``path`` sets, by argparse destination.
+    """The options of ``_file_options()`` that ``path`` sets, by argparse destination.
 
     Raises ``placement_numa.conf.ConfigFileError`` when the file is missing or unparsable.
     """
@@ -79,8 +84,9 @@ def _file_values(path: str) -> dict[str, str]:
 
     if not os.path.isfile(path):
         raise ConfigFileError(f"configuration file not found: {path}")
+    options = _file_options()
     conf = cfg.ConfigOpts()
-    for section, option in set(_FILE_OPTIONS.values()):
+    for section, option in set(options.values()):
         group = None if section == "DEFAULT" else section
         conf.register_opt(cfg.StrOpt(option, secret=option == "password"), group=group)
     try:
@@ -88,7 +94,7 @@ def _file_values(path: str) -> dict[str, str]:
     except cfg.Error as exc:
         raise ConfigFileError(f"{path}: {exc}") from None
     values: dict[str, str] = {}
-    for dest, (section, option) in _FILE_OPTIONS.items():
+    for dest, (section, option) in options.items():
         value = conf[option] if section == "DEFAULT" else conf[section][option]
         if value:
             values[dest] = value
