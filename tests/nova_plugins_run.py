@@ -6,7 +6,8 @@ Input::
 
     {"url": "http://127.0.0.1:port", "flavor": {"vcpus", "memory_mb", "root_gb",
      "extra_specs"}, "image": {glance properties}, "instance_uuid": "...", "claim": bool,
-     "more_instances": ["uuid", ...] (a multi-create: the same hosts and filter, per instance)}
+     "more_instances": ["uuid", ...] (a multi-create: the same hosts and filter, per instance),
+     "requested_groups": [{"requester_id", "resources"}, ...] (extra groups, as ports add)}
 
 What runs, all Nova's own classes: the report client (keystoneauth1 session with a token
 endpoint, the way ``[placement]`` would build it) as the singleton the filter uses;
@@ -18,8 +19,10 @@ best host, as ``SchedulerManager._schedule`` does.
 
 Output::
 
-    {"get_hosts": [names Nova's GET returned], "passed": [names], "weighed": [names, best
-     first], "posts": n (POSTs to placement-numa), "claimed": bool, "host": name | null,
+    {"get_hosts": [compute nodes of Nova's GET], "nova_candidates": {name: n (candidates Nova
+     keyed to the compute node: 0 when nothing is allocated from the root)},
+     "passed": [names], "weighed": [names, best first], "posts": n (POSTs to placement-numa),
+     "claimed": bool, "host": name | null,
      "allocations": {rp uuid: {rc: n}} | null, "candidates": {name: [allocations, ...]},
      "more": [{"passed", "weighed", "claimed", "host", "allocations", "candidates"}, ...]}
 """
@@ -80,15 +83,24 @@ def main() -> None:
         user_id="00000000-0000-0000-0000-00000000000b",
         num_instances=1,
         is_bfv=False,
-        requested_resources=[],
+        requested_resources=[
+            objects.RequestGroup(
+                requester_id=group["requester_id"],
+                resources=group["resources"],
+                use_same_provider=True,
+            )
+            for group in request.get("requested_groups", [])
+        ],
         scheduler_hints={},
     )
     resources = utils.ResourceRequest.from_request_spec(spec)
-    alloc_reqs, _summaries, version = client.get_allocation_candidates(ctx, resources)
-    by_root: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
+    alloc_reqs, summaries, version = client.get_allocation_candidates(ctx, resources)
+    # As SchedulerManager: candidates keyed by every provider they allocate from (a defaultdict),
+    # one HostState per compute node among the providers of the summaries.
+    by_rp: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
     for candidate in alloc_reqs or []:
         for rp in candidate["allocations"]:
-            by_root[rp].append(candidate)
+            by_rp[rp].append(candidate)
     names = {
         p["uuid"]: p["name"]
         for p in client.get("/resource_providers", version="1.14").json()["resource_providers"]
@@ -96,11 +108,11 @@ def main() -> None:
     }
     hosts = []
     for uuid, name in sorted(names.items(), key=lambda item: item[1]):
-        if uuid not in by_root:
+        if uuid not in (summaries or {}):
             continue
         host = host_manager.HostState(name, name, "cell1")
         host.uuid = uuid
-        host.allocation_candidates = copy.deepcopy(by_root[uuid])
+        host.allocation_candidates = copy.deepcopy(by_rp[uuid])
         hosts.append(host)
     get_hosts = [h.host for h in hosts]
 
@@ -112,7 +124,17 @@ def main() -> None:
         _schedule(ctx, client, spec, hosts, numa_filter, uuid, request, version)
         for uuid in request.get("more_instances", [])
     ]
-    json.dump({"get_hosts": get_hosts, "posts": len(posts), **first, "more": later}, sys.stdout)
+    nova_candidates = {h.host: len(by_rp[h.uuid]) for h in hosts}
+    json.dump(
+        {
+            "get_hosts": get_hosts,
+            "nova_candidates": nova_candidates,
+            "posts": len(posts),
+            **first,
+            "more": later,
+        },
+        sys.stdout,
+    )
 
 
 def _schedule(
@@ -135,6 +157,9 @@ def _schedule(
             ctx, client, spec, instance_uuid, best.allocation_candidates[0],
             allocation_request_version=version,
         )  # fmt: skip
+    if claimed:  # as _schedule does next: every extra group maps to the claimed candidate
+        for group in spec.requested_resources:
+            group.provider_uuids = best.allocation_candidates[0]["mappings"][group.requester_id]
     held = None
     if claimed:
         held = client.get(f"/allocations/{instance_uuid}", version="1.28").json()

@@ -29,7 +29,19 @@ SCRIPT = Path(__file__).resolve().parent / "nova_plugins_run.py"
 PORT = 19081
 
 CASES: dict[str, dict[str, Any]] = {
-    "two-cells": {"flavor": {"vcpus": 8, "memory_mb": 8192, "extra_specs": {"hw:numa_nodes": "2"}}},
+    "two-cells": {
+        "flavor": {
+            "vcpus": 8,
+            "memory_mb": 8192,
+            "root_gb": 20,
+            "extra_specs": {"hw:numa_nodes": "2"},
+        }
+    },
+    # no DISK_GB: Nova keys no candidate to a NUMA host's compute node (nothing allocated from
+    # the root); the filter gives those hosts their aligned candidates
+    "two-cells-boot-from-volume": {
+        "flavor": {"vcpus": 8, "memory_mb": 8192, "extra_specs": {"hw:numa_nodes": "2"}}
+    },
     "pinned-1g-pages": {
         "flavor": {
             "vcpus": 8,
@@ -43,11 +55,16 @@ CASES: dict[str, dict[str, Any]] = {
         }
     },
     "image-numa-and-large-pages": {
-        "flavor": {"vcpus": 2, "memory_mb": 4096, "extra_specs": {"hw:mem_page_size": "any"}},
+        "flavor": {
+            "vcpus": 2,
+            "memory_mb": 4096,
+            "root_gb": 20,
+            "extra_specs": {"hw:mem_page_size": "any"},
+        },
         "image": {"hw_numa_nodes": "2", "hw_mem_page_size": "large"},
     },
     "image-cells-uneven": {
-        "flavor": {"vcpus": 4, "memory_mb": 4096, "extra_specs": {}},
+        "flavor": {"vcpus": 4, "memory_mb": 4096, "root_gb": 20, "extra_specs": {}},
         "image": {
             "hw_numa_nodes": "2",
             "hw_numa_cpus.0": "0",
@@ -59,12 +76,17 @@ CASES: dict[str, dict[str, Any]] = {
     # Nova refuses an image page size the flavor does not allow: placement-numa's 400 fails
     # every host (NoValidHost), as Nova's own NUMATopologyFilter would find no fit
     "invalid-image-page-size": {
-        "flavor": {"vcpus": 2, "memory_mb": 4096, "extra_specs": {}},
+        "flavor": {"vcpus": 2, "memory_mb": 4096, "root_gb": 20, "extra_specs": {}},
         "image": {"hw_numa_nodes": "2", "hw_mem_page_size": "large"},
     },
     # 20 pinned CPUs: no cell and no host has them; Nova's GET finds no host either
     "fits-nowhere": {
-        "flavor": {"vcpus": 20, "memory_mb": 32768, "extra_specs": {"hw:cpu_policy": "dedicated"}}
+        "flavor": {
+            "vcpus": 20,
+            "memory_mb": 32768,
+            "root_gb": 20,
+            "extra_specs": {"hw:cpu_policy": "dedicated"},
+        }
     },
 }
 
@@ -121,6 +143,8 @@ def test_nova_schedules_on_placement_numa_rank_and_claims_aligned_candidates(
         assert result["host"] is None and not result["claimed"]
         return
     assert result["claimed"] and result["host"] == expected[0]
+    if case == "two-cells-boot-from-volume":  # Nova had no candidate for the host it got
+        assert result["nova_candidates"][expected[0]] == 0
     assert result["allocations"] == best[expected[0]]  # the aligned candidate, claimed
     for host in expected:  # every host's candidates are placement-numa's
         assert result["candidates"][host][0] == {
@@ -183,3 +207,42 @@ def test_against_openstack_placement_hosts_pass_unchanged(
     assert result["posts"] == 1
     assert result["passed"] == ["flat-1", "flat-2"]
     assert result["claimed"]
+
+
+def test_extra_request_groups_keep_novas_candidates(
+    server: LiveServer,
+    nova_python: str,  # noqa: F811
+) -> None:
+    """A request with an extra group (a device, as a port or PCI in Placement adds): hosts without
+    a NUMA candidate still fail, but the passing hosts keep Nova's candidates, whose mappings Nova
+    reads for the group after the claim (placement-numa's would lack the group)."""
+    consumer = str(uuidlib.uuid4())
+    group = {"requester_id": "nic1", "resources": {"CUSTOM_PCI_8086_1572": 1}}
+    # the NIC hosts' cells have 4 VCPUs each: Nova's flat query needs them on one cell
+    small = {
+        "flavor": {
+            "vcpus": 4,
+            "memory_mb": 4096,
+            "root_gb": 20,
+            "extra_specs": {"hw:numa_nodes": "2"},
+        }
+    }
+    request = {
+        "url": server.base_url,
+        "instance_uuid": consumer,
+        "claim": True,
+        "requested_groups": [group],
+        **small,
+    }
+    order, _ = ranked_hosts(server, small)
+    result = run_nova(nova_python, request)
+    try:
+        assert result["posts"] == 1
+        assert result["get_hosts"] == ["nic-2s-1", "nic-2s-2"]  # the hosts with that device
+        assert result["weighed"] == [host for host in order if host in result["get_hosts"]]
+        assert result["claimed"]
+        claimed = [rc for resources in result["allocations"].values() for rc in resources]
+        assert "CUSTOM_PCI_8086_1572" in claimed
+    finally:
+        with server.client() as http:
+            http.delete(f"/allocations/{consumer}")
