@@ -4,7 +4,8 @@
 A view derived for a patched snapshot (only the replaced trees recomputed) equals a view built
 from scratch on a fresh build of the same rows, host by host; and two roots share a profile
 class exactly when ``RootSearch._profile`` says they look alike, on patched snapshots too
-(the tree layout is carried over by patches).
+(the tree layout is carried over by patches); room codes patched from the previous snapshot's
+equal those of a fresh build.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from placement_numa.domain.request_groups import CandidateQuery, RequestGroup
-from placement_numa.engine.answers import room_code_array
+from placement_numa.engine.answers import room_code_array, room_codes
 from placement_numa.engine.fleet import FleetSnapshot
 from placement_numa.engine.fleet_patch import replace_trees
 from placement_numa.engine.plan import plan_query
@@ -50,6 +51,17 @@ def hosts_by_uuid(fleet: FleetSnapshot, index: CellIndex) -> dict[str, Any]:
             host.distances,
         )
     return found
+
+
+def codes_by_uuid(fleet: FleetSnapshot) -> dict[str, int] | None:
+    """``QUERY``'s room codes of every live provider, by uuid (list and array agree)."""
+    plan = plan_query(fleet, QUERY)
+    codes, listed = room_code_array(plan), room_codes(plan)
+    if codes is None:
+        assert listed is None
+        return None
+    assert codes.tolist() == listed
+    return {fleet.uuids[i]: int(codes[i]) for i in fleet.index_by_uuid.values()}
 
 
 def classes_agree(fleet: FleetSnapshot) -> None:
@@ -94,5 +106,6 @@ def test_derived_views_equal_fresh_ones(data: st.DataObject) -> None:
         assert patched is not None
         fresh = FleetSnapshot.build(revision, *rows(new_state, list(new_state)))
         assert hosts_by_uuid(patched, index) == hosts_by_uuid(fresh, index)
+        assert codes_by_uuid(patched) == codes_by_uuid(fresh)  # patched from the previous
         classes_agree(patched)
         current, state = patched, new_state

@@ -40,6 +40,8 @@ MAX_MEMO_QUERIES = 64
 _PER_SNAPSHOT: weakref.WeakKeyDictionary[FleetSnapshot, dict[object, Any]] = (
     weakref.WeakKeyDictionary()
 )
+# amounts whose room codes a snapshot lineage keeps for the next snapshot (oldest dropped first)
+MAX_LINEAGE_CODES = 8
 # queries whose replayed candidates per root a snapshot keeps (all dropped past it)
 MAX_SNAPSHOT_QUERIES = 32
 
@@ -112,14 +114,8 @@ def room_codes(plan: QueryPlan) -> list[int] | None:
     same codes have the same answer up to renaming (the snapshot's room columns, vectorised).
     ``None`` when some class's amounts add up in more than ``MAX_SUMS`` ways.
     """
-    key = amounts_key(plan)
-    kept = per_snapshot(plan.fleet, "codes")
-    if key in kept:
-        found: list[int] | None = kept[key]
-        return found
-    array = room_code_array(plan)
-    found = kept[key] = None if array is None else array.tolist()
-    return found
+    found = _codes(plan)
+    return None if found is None else found[1]
 
 
 def amounts_key(plan: QueryPlan) -> tuple[tuple[str, tuple[int, ...]], ...]:
@@ -133,16 +129,64 @@ def amounts_key(plan: QueryPlan) -> tuple[tuple[str, tuple[int, ...]], ...]:
 
 def room_code_array(plan: QueryPlan) -> Any:
     """``room_codes`` as an int64 numpy array (or ``None``), kept per snapshot and amounts."""
+    found = _codes(plan)
+    return None if found is None else found[0]
+
+
+def _codes(plan: QueryPlan) -> tuple[Any, list[int]] | None:
+    """``(array, list)`` of ``room_codes``, once per snapshot and amounts: derived from the
+    codes of the snapshot this one was patched from when the lineage kept them (only the
+    providers of the replaced trees coded again), else computed for every provider."""
     key = amounts_key(plan)
-    kept = per_snapshot(plan.fleet, "code-arrays")
-    if key not in kept:
-        kept[key] = _room_codes(plan.fleet, {rc: list(a) for rc, a in key})
-    return kept[key]
+    fleet = plan.fleet
+    kept = per_snapshot(fleet, "codes")
+    if key in kept:
+        known: tuple[Any, list[int]] | None = kept[key]
+        return known
+    amounts = {rc: list(a) for rc, a in key}
+    lineage: dict[object, Any] = fleet.derived.setdefault("room-codes", {})
+    base = lineage.get(key)
+    if base is not None and base[0] == fleet.patched_from and base[1] is not None:
+        found = _patched_codes(fleet, amounts, base[1])
+    else:
+        array = _room_codes(fleet, amounts)
+        found = None if array is None else (array, array.tolist())
+    kept[key] = found
+    with _LOCK:
+        lineage.pop(key, None)
+        if len(lineage) >= MAX_LINEAGE_CODES:
+            lineage.pop(next(iter(lineage)), None)
+        lineage[key] = (fleet.revision, found)
+    return found
 
 
-def _room_codes(fleet: FleetSnapshot, amounts: dict[str, list[int]]) -> Any:
-    """``room_codes`` computed as an int64 array (see there)."""
-    codes = numpy.zeros(len(fleet.providers), dtype=numpy.int64)
+def _patched_codes(
+    fleet: FleetSnapshot, amounts: dict[str, list[int]], base: tuple[Any, list[int]]
+) -> tuple[Any, list[int]] | None:
+    """The codes of ``fleet`` from ``base``, those of the snapshot it was patched from: the
+    replaced and the new providers coded again."""
+    array, listed = base
+    size = len(fleet.providers)
+    changed = sorted(
+        {i for i in fleet.replaced_providers if i < size} | set(range(len(array), size))
+    )
+    codes = numpy.zeros(size, dtype=numpy.int64)
+    codes[: min(size, len(array))] = array[:size]
+    fresh = _room_codes(fleet, amounts, numpy.array(changed, dtype=numpy.int64))
+    if fresh is None:
+        return None
+    codes[changed] = fresh
+    patched = listed[:size] + [0] * (size - len(listed))
+    for index, code in zip(changed, fresh.tolist(), strict=True):
+        patched[index] = code
+    return codes, patched
+
+
+def _room_codes(fleet: FleetSnapshot, amounts: dict[str, list[int]], indices: Any = None) -> Any:
+    """``room_codes`` computed as an int64 array (see there), of the providers ``indices`` (an
+    int64 array; ``None``: every provider)."""
+    size = len(fleet.providers) if indices is None else len(indices)
+    codes = numpy.zeros(size, dtype=numpy.int64)
     span = 1
     for rc in sorted(amounts):
         sums = {0}
@@ -154,6 +198,9 @@ def _room_codes(fleet: FleetSnapshot, amounts: dict[str, list[int]]) -> Any:
         span *= len(levels) + 1
         if span > 2**40:
             return None
-        found = numpy.searchsorted(levels, fleet.room_column(rc), side="right")
+        column = fleet.room_column(rc)
+        found = numpy.searchsorted(
+            levels, column if indices is None else column[indices], side="right"
+        )
         codes = codes * (len(levels) + 1) + found
     return codes

@@ -111,7 +111,7 @@ def _patched_index(database: Database, index: CellIndex, fleet: FleetSnapshot) -
     cells = {uuids[m] for r in roots for m in fleet.tree[r]}
     hosts = [uuids[r] for r in roots]
     if (
-        {u: c for u, c in index.cell_ids.items() if u in cells} == fresh.cell_ids
+        {u: index.cell_ids[u] for u in cells if u in index.cell_ids} == fresh.cell_ids
         and all(index.host_names.get(u) == fresh.host_names.get(u) for u in hosts)
         and all(index.distances.get(u) == fresh.distances.get(u) for u in hosts)
         and all(index.sockets.get(u) == fresh.sockets.get(u) for u in hosts)

@@ -221,7 +221,23 @@ def delete_row(conn: Connection, root_provider_id: int, seen: int) -> None:
 
 def all_cell_names(conn: Connection, roots: Collection[int] | None = None) -> list[tuple[str, str]]:
     """``(cell provider uuid, name)`` of every ``HW_NUMA_ROOT`` provider of the fleet (of the
-    trees of ``roots``, root provider database ids, when given)."""
+    trees of ``roots``, root provider database ids, when given: their providers first, by the
+    ``root_provider_id`` index, then which of them carry the trait)."""
+    if roots is not None:
+        members = conn.execute(
+            select(rp.c.id, rp.c.uuid, rp.c.name).where(rp.c.root_provider_id.in_(list(roots)))
+        ).all()
+        if not members:
+            return []
+        marked = set(
+            conn.execute(
+                select(rpt.c.resource_provider_id)
+                .join(traits, traits.c.id == rpt.c.trait_id)
+                .where(traits.c.name == HW_NUMA_ROOT)
+                .where(rpt.c.resource_provider_id.in_([row[0] for row in members]))
+            ).scalars()
+        )
+        return [(row[1], row[2]) for row in members if row[0] in marked]
     query = (
         select(rp.c.uuid, rp.c.name)
         .select_from(
@@ -231,8 +247,6 @@ def all_cell_names(conn: Connection, roots: Collection[int] | None = None) -> li
         )
         .where(traits.c.name == HW_NUMA_ROOT)
     )
-    if roots is not None:
-        query = query.where(rp.c.root_provider_id.in_(list(roots)))
     return [(row[0], row[1]) for row in conn.execute(query).all()]
 
 
