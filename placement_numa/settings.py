@@ -342,6 +342,28 @@ class Settings(BaseSettings):
         ),
         json_schema_extra=conf_option("metrics", "token"),
     )
+    metrics_per_host_series: bool = Field(
+        default=False,
+        description=(
+            "Also export per compute node and per NUMA cell series at /metrics"
+            " (placement_numa_fleet_numa_cell_free, placement_numa_fleet_numa_free_cpu_stddev:"
+            " 2 x cells + 1 series per compute node). Off: fleet-level and per-aggregate"
+            " series only, a count that does not grow with the number of hosts."
+        ),
+        json_schema_extra=conf_option("metrics", "per_host_series"),
+    )
+    metrics_flavors_file: Path | None = Field(
+        default=None,
+        description=(
+            "A flavor catalogue in Nova's flavor format (JSON or YAML: the body of Nova's GET"
+            ' /flavors/detail, {"flavors": [{"name", "vcpus", "ram", "disk",'
+            ' "OS-FLV-EXT-DATA:ephemeral", "swap", "extra_specs"}]}, or a list of such'
+            " flavors). /metrics then exports placement_numa_flavor_capacity{flavor} (how many"
+            " more fit, as POST /allocation_candidates/capacity counts them) and the stranded"
+            " capacity and fragmentation of the fleet for the catalogue."
+        ),
+        json_schema_extra=conf_option("metrics", "flavors_file"),
+    )
     log_json: bool = Field(
         default=False,
         description=(

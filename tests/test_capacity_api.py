@@ -220,3 +220,18 @@ def test_capacity_needs_1_36(dapi: PlacementAPI) -> None:
         "/allocation_candidates/capacity", json={"flavors": [FLAVORS["one-cell"]]}, version="1.35"
     )
     assert r.status_code == 404
+
+
+def test_capacity_answers_stranded_capacity(dapi: PlacementAPI) -> None:
+    build_fleet(dapi)
+    r = dapi.post(
+        "/allocation_candidates/capacity",
+        json={"flavors": [{"name": "1g", **FLAVORS["1g-pages"]}]},
+        version=V,
+    )
+    lost = r.json()["stranded"]
+    # only cap-b has 1 GiB pages: every other host's free PCPU is stranded for this catalogue
+    pcpu_free = 8 * 2 + (4 + 4 - 1) + (4 * 4 - 2) + 2 * 2
+    assert lost["free"]["PCPU"] == pcpu_free + 0  # cap-e has no PCPU
+    assert lost["stranded"]["PCPU"] == pcpu_free - 16
+    assert lost["fragmentation"]["PCPU"] == round((pcpu_free - 16) / pcpu_free, 6)

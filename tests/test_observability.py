@@ -129,10 +129,12 @@ def test_metrics_from_two_workers(tmp_path: Path) -> None:
     assert _total(samples, "placement_numa_db_pool_checkouts_total") > 0
     assert "placement_numa_db_pool_checked_out" in text
     # fleet NUMA gauges from the snapshot
-    assert _total(samples, "placement_numa_fleet_numa_cell_free", resource_class="PCPU") > 0
-    assert _total(samples, "placement_numa_fleet_numa_cell_free", resource_class="VCPU") > 0
-    assert _total(samples, "placement_numa_fleet_numa_free_cpu_stddev") > 0  # partly used hosts
+    assert _total(samples, "placement_numa_fleet_numa_free", resource_class="PCPU") > 0
+    assert _total(samples, "placement_numa_fleet_numa_free", resource_class="VCPU") > 0
+    assert _total(samples, "placement_numa_fleet_numa_free_cpu_stddev_mean") > 0  # partly used
     assert "placement_numa_fleet_numa_cells_without_free_cpus" in text
+    # per-host and per-cell series are opt-in ([metrics] per_host_series)
+    assert "placement_numa_fleet_numa_cell_free" not in text
     # both workers served (two processes wrote metric files)
     pids = set(re.findall(r"Started server process \[(\d+)\]", log))
     assert len(pids) >= 2, log[-2000:]

@@ -245,7 +245,8 @@ def install_observability(app: FastAPI, settings: Settings) -> None:
                 engine = engine_for_state(app.state)
             return engine.snapshot()
 
-        metrics.add_collector(FleetNumaCollector(snapshot))
+        per_host = settings.metrics_per_host_series
+        metrics.add_collector(FleetNumaCollector(snapshot, per_host=per_host))
     app.add_middleware(
         ObservabilityMiddleware,
         metrics=metrics,

@@ -36,7 +36,7 @@ from placement_numa.numa.plan import SearchPlan, search_plan
 from placement_numa.numa.request import NumaOptions, numa_request
 from placement_numa.services import numa_candidates
 from placement_numa.services.capacity_limits import Shortfall, limited_by
-from placement_numa.services.fleet_fill import fill_fleet
+from placement_numa.services.fleet_fill import fill_fleet, usable_cells
 from placement_numa.services.host_fill import HostFill, fill_host, host_fleet
 from placement_numa.services.numa_search import numa_cells
 
@@ -97,6 +97,8 @@ class FlavorCapacity:
     flavor: str
     total: int
     hosts: list[HostCapacity] = field(default_factory=list)
+    # provider indices of the NUMA cells and roots some candidate of the flavor uses now
+    usable: frozenset[int] = frozenset()
 
 
 def scoped_roots(fleet: FleetSnapshot, scope: CapacityScope) -> list[int]:
@@ -201,12 +203,13 @@ def _all_at_once(
     index: CellIndex,
     roots: Sequence[int],
     cap: int,
-) -> list[tuple[int, int, bool, tuple[Shortfall, ...]]] | None:
-    """As ``_host_by_host``, from one fleet search (``fleet_fill``); ``None`` for a plan it
-    does not replay."""
-    filled = fill_fleet(plan, fleet, index, roots, cap)
-    if filled is None:
+) -> tuple[list[tuple[int, int, bool, tuple[Shortfall, ...]]], frozenset[int]] | None:
+    """As ``_host_by_host``, from one fleet search (``fleet_fill``), and the usable cells of
+    the flavor; ``None`` for a plan it does not replay."""
+    answer = fill_fleet(plan, fleet, index, roots, cap)
+    if answer is None:
         return None
+    filled, usable = answer
     numa = plan.main
     no_overcommit = numa.topology is not None and numa.topology.memory_not_overcommitted
     found = []
@@ -217,7 +220,19 @@ def _all_at_once(
             fleet, root, numa.search_query, index, no_overcommit=no_overcommit, taken=taken
         )  # fmt: skip
         found.append((root, count, capped, limits))
-    return found
+    return found, usable
+
+
+def _usable(fleet: FleetSnapshot, plan: SearchPlan, index: CellIndex) -> frozenset[int]:
+    """``fleet_fill.usable_cells`` of every candidate of ``plan`` now (one unlimited search)."""
+    found = numa_candidates.plan_candidates(
+        database=None,
+        engine=SnapshotEngine(StaticFleetSource(fleet)),
+        plan=plan,
+        options=replace(plan.request.options, limit=None, diversify=False),
+        index=index,
+    )
+    return usable_cells(fleet, [r.candidate for r in found])
 
 
 def _count_flavor(
@@ -230,15 +245,17 @@ def _count_flavor(
     reference: bool,
 ) -> FlavorCapacity:
     plan = search_plan(numa_request(ask.flavor, ask.image, options, aliases=ask.aliases))
-    found = None if reference else _all_at_once(fleet, plan, index, roots, cap)
-    if found is None:
-        found = _host_by_host(fleet, plan, index, roots, cap)
+    fast = None if reference else _all_at_once(fleet, plan, index, roots, cap)
+    if fast is None:
+        found, usable = _host_by_host(fleet, plan, index, roots, cap), _usable(fleet, plan, index)
+    else:
+        found, usable = fast
     hosts = []
     for root, count, capped, limits in found:
         uuid = fleet.uuids[root]
         hosts.append(HostCapacity(uuid, index.host_names.get(uuid, uuid), count, capped, limits))
     hosts.sort(key=lambda h: (-h.count, h.host))
-    return FlavorCapacity(ask.name, sum(h.count for h in hosts), hosts)
+    return FlavorCapacity(ask.name, sum(h.count for h in hosts), hosts, usable)
 
 
 def fleet_capacity(

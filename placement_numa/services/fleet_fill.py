@@ -29,13 +29,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from placement_numa.domain.numa_tree import HW_NUMA_ROOT as NUMA_ROOT
 from placement_numa.engine import Candidate, FleetSnapshot, SnapshotEngine, StaticFleetSource
 from placement_numa.numa.engine_rank import CellIndex, NumaRanker
 from placement_numa.numa.plan import SearchPlan
 from placement_numa.numa.ranking import HostCells, rank_key, score
 from placement_numa.services.numa_search import ranker_for, runnable, search_bounded
 
-__all__ = ["Filled", "fill_fleet"]
+__all__ = ["Filled", "fill_fleet", "usable_cells"]
 
 # (provider index, resource class) -> usage the placements added
 Taken = dict[tuple[int, str], int]
@@ -199,20 +200,35 @@ def _candidates(
     return _Scorer(ranker, fleet), ranked, fallback
 
 
+def usable_cells(fleet: FleetSnapshot, candidates: Sequence[Candidate]) -> frozenset[int]:
+    """Indices of the NUMA cells (``HW_NUMA_ROOT`` providers) at or above a provider some
+    candidate of ``candidates`` takes from, and of the candidates' roots."""
+    found: set[int] = set()
+    for candidate in candidates:
+        found.add(candidate.anchor)
+        for p, _, _ in candidate.allocations:
+            for a in fleet.ancestors(p):
+                if NUMA_ROOT in fleet.providers[a].traits:
+                    found.add(a)
+                    break
+    return frozenset(found)
+
+
 def fill_fleet(
     plan: SearchPlan,
     fleet: FleetSnapshot,
     index: CellIndex,
     roots: Sequence[int],
     cap: int,
-) -> dict[int, Filled] | None:
+) -> tuple[dict[int, Filled], frozenset[int]] | None:
     """Each root of ``roots`` (indices of ``fleet``) filled with copies of ``plan``'s flavor as
-    the claims would (module docstring); roots without a candidate are left out. ``None`` for
-    a plan this path does not replay (widening: the caller fills host by host)."""
+    the claims would (module docstring; roots without a candidate are left out), and the
+    ``usable_cells`` of its candidates now. ``None`` for a plan this path does not replay
+    (widening: the caller fills host by host)."""
     if plan.widen:
         return None
     if not plan.admitted:
-        return {}
+        return {}, frozenset()
     scorer, ranked, fallback = _candidates(plan, fleet, index)
     topology = plan.main.topology
     no_overcommit = topology is not None and topology.memory_not_overcommitted
@@ -229,4 +245,4 @@ def fill_fleet(
             fallbacks.setdefault(candidate.anchor, []).append(flat.option(candidate, order))
     for root, found in fallbacks.items():
         filled[root] = _fill_one(found, flat, root, no_overcommit, cap)
-    return filled
+    return filled, usable_cells(fleet, [*ranked, *fallback])

@@ -11,6 +11,13 @@ after another, where ``POST /allocation_candidates/claim`` would place it, until
                               "limited_by": [{"reason": "short", "resource_class": "PCPU",
                                               "cell": 0, "free": 2, "requested": 4}]}]}]}
 
+``stranded``: per resource class, the free capacity of the hosts in scope, the part of it no
+flavor of the request can use (on cells, or hosts, where none of them has a candidate) and
+the ratio of the two (``services/stranded.py``)::
+
+    "stranded": {"free": {"PCPU": 812, ...}, "stranded": {"PCPU": 96, ...},
+                 "fragmentation": {"PCPU": 0.118227, ...}}
+
 ``hosts`` lists every host in scope, most room first (omitted with ``"hosts": false``);
 ``limited_by`` says what stops the host from taking one more: per resource class and host
 cell (``cell`` null: outside the cells, e.g. ``DISK_GB``) the best free amount against what
@@ -39,6 +46,7 @@ from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.numa.request import NumaOptions
 from placement_numa.services import capacity as service
 from placement_numa.services.capacity_limits import Shortfall
+from placement_numa.services.stranded import stranded
 
 __all__ = ["router"]
 
@@ -114,10 +122,11 @@ def post_capacity(
         cap=data.max_per_host,
         fleet=fleet,
     )
+    lost = stranded(fleet, service.scoped_roots(fleet, scope), answers)
     rendered = []
     for answer in answers:
         item: dict[str, Any] = {"flavor": answer.flavor, "total": answer.total}
         if data.hosts:
             item["hosts"] = [_host(h) for h in answer.hosts]
         rendered.append(item)
-    return json_response({"capacity": rendered}, version, cache=False)
+    return json_response({"capacity": rendered, "stranded": lost.as_json()}, version, cache=False)
