@@ -40,7 +40,29 @@ __all__ = [
     "ProviderTuple",
     "InventoryTuple",
     "SHARING_TRAIT",
+    "fits_summed",
 ]
+
+
+def fits_summed(
+    inventories: Mapping[str, InventoryUsage],
+    consumption: Mapping[tuple[int, str], int],
+    provider: int,
+    resources: Iterable[tuple[str, int]],
+) -> bool:
+    """The search's capacity check (``engine/search.py``; the rank bound's too): whether
+    ``resources`` (``(resource class, amount)``) still fit on ``provider`` (index; its
+    ``inventories``) on top of what ``consumption`` (``(provider, class) -> amount`` already
+    assigned) holds there: the summed amount at most ``max_unit`` and ``used + sum <=
+    capacity`` per class, as Placement checks amounts of ``group_policy=none`` groups summed
+    on one provider. (Each single amount's ``min_unit``/``step_size`` is checked where the
+    options are found.)"""
+    for rc, amount in resources:
+        total = consumption.get((provider, rc), 0) + amount
+        inventory = inventories[rc]
+        if total > inventory.max_unit or inventory.used + total > inventory.capacity:
+            return False
+    return True
 
 
 class FleetSnapshot:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from placement_numa.domain.request_groups import RequestGroup
-from placement_numa.engine.fleet import FleetSnapshot
+from placement_numa.engine.fleet import FleetSnapshot, fits_summed
 from placement_numa.engine.plan import QueryPlan
 
 __all__ = ["Assignment", "search_assignments"]
@@ -137,14 +137,7 @@ class _State:
         before = self.plan.lex_first.get(k)
         if before is not None and p < self.chosen[before]:
             return False
-        inventories = self.providers[p].inventories
-        consumption = self.consumption
-        for rc, amount in slot.resources:
-            total = consumption.get((p, rc), 0) + amount
-            inventory = inventories[rc]
-            if total > inventory.max_unit or inventory.used + total > inventory.capacity:
-                return False
-        return True
+        return fits_summed(self.providers[p].inventories, self.consumption, p, slot.resources)
 
     def try_apply(self, k: int, pos: int) -> bool:
         """Put option ``pos`` into slot ``k`` if every check passes (state applied then)."""

@@ -14,7 +14,7 @@ Checks kept (each exact on what it sees, or dropped where it could not be):
 * per slot, only providers the engine would offer (the slot options);
 * distinct providers (``group_policy=isolate`` among suffixed groups; the guest cells' anchor
   groups) when a class holds a single provider;
-* summed amounts on a single-provider class (``used + sum <= capacity``, ``sum <= max_unit``);
+* summed amounts on a single-provider class (the engine's own check, ``engine.fleet.fits_summed``);
 * ``same_subtree``: members all in host cells must be in one cell (cells not nested);
 * width: a branch touching more cells than the best key found is cut.
 
@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from placement_numa.engine.fleet import FleetSnapshot
+from placement_numa.engine.fleet import FleetSnapshot, fits_summed
 from placement_numa.engine.protocol import PlanShape
 
 __all__ = ["relaxed_best_key"]
@@ -142,13 +142,7 @@ def relaxed_best_key(
     keys: dict[tuple[tuple[int, int], ...], Any] = {}
 
     def fits(p: int, resources: tuple[tuple[str, int], ...]) -> bool:
-        inventories = providers[p].inventories
-        for rc, amount in resources:
-            total = consumption.get((p, rc), 0) + amount
-            inventory = inventories[rc]
-            if total > inventory.max_unit or inventory.used + total > inventory.capacity:
-                return False
-        return True
+        return fits_summed(providers[p].inventories, consumption, p, resources)
 
     def admissible(k: int, cell: int | None) -> bool:
         for s in sets_of_slot[k]:
