@@ -7,7 +7,9 @@ Input::
     {"url": "http://127.0.0.1:port", "flavor": {"vcpus", "memory_mb", "root_gb",
      "extra_specs"}, "image": {glance properties}, "instance_uuid": "...", "claim": bool,
      "more_instances": ["uuid", ...] (a multi-create: the same hosts and filter, per instance),
-     "requested_groups": [{"requester_id", "resources"}, ...] (extra groups, as ports add)}
+     "requested_groups": [{"requester_id", "resources"}, ...] (extra groups, as ports add),
+     "scheduler_posts": bool (candidates from placement-numa's POST with numa.rank, as the
+     patch series' scheduler gets them, instead of the GET)}
 
 What runs, all Nova's own classes: the report client (keystoneauth1 session with a token
 endpoint, the way ``[placement]`` would build it) as the singleton the filter uses;
@@ -56,14 +58,6 @@ def main() -> None:
     )
     client = report.SchedulerReportClient(adapter=placement)
     report.PLACEMENTCLIENT = client  # the singleton the filter asks for
-    posts: list[str] = []
-    post = client.post
-
-    def counted_post(url: str, data: Any, **kwargs: Any) -> Any:
-        posts.append(url)
-        return post(url, data, **kwargs)
-
-    client.post = counted_post  # count the filter's queries (once per request)
     ctx = nova_context.get_admin_context()
     flavor = request["flavor"]
     spec = objects.RequestSpec(
@@ -95,6 +89,16 @@ def main() -> None:
     )
     resources = utils.ResourceRequest.from_request_spec(spec)
     alloc_reqs, summaries, version = client.get_allocation_candidates(ctx, resources)
+    if request.get("scheduler_posts"):  # the patch series' 0002: the scheduler's query is the POST
+        alloc_reqs, summaries = _scheduler_post(client, spec)
+    posts: list[str] = []
+    post = client.post
+
+    def counted_post(url: str, data: Any, **kwargs: Any) -> Any:
+        posts.append(url)
+        return post(url, data, **kwargs)
+
+    client.post = counted_post  # count the filter's queries (once per request)
     # As SchedulerManager: candidates keyed by every provider they allocate from (a defaultdict),
     # one HostState per compute node among the providers of the summaries.
     by_rp: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
@@ -137,6 +141,18 @@ def main() -> None:
     )
 
 
+def _scheduler_post(client: Any, spec: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Candidates and summaries as the patch series' scheduler gets them: placement-numa's
+    ranked answer, ``numa["rank"]`` (0 = best) kept on each candidate until the claim."""
+    from placement_numa_nova.request import candidates_body
+
+    body = candidates_body(spec, 1000)
+    data = client.post("/allocation_candidates", body, version="1.39").json()
+    for rank, candidate in enumerate(data["allocation_requests"]):
+        candidate["numa"] = dict(candidate.get("numa") or {}, rank=rank)
+    return data["allocation_requests"], data["provider_summaries"]
+
+
 def _schedule(
     ctx: Any, client: Any, spec: Any, hosts: list[Any], numa_filter: Any, instance_uuid: str,
     request: dict[str, Any], version: str,
@@ -153,9 +169,10 @@ def _schedule(
     best = weighed[0].obj if weighed else None
     claimed = False
     if best is not None and request.get("claim"):
+        chosen = dict(best.allocation_candidates[0])
+        chosen.pop("numa", None)  # the patch series' claim drops placement-numa's block
         claimed = utils.claim_resources(
-            ctx, client, spec, instance_uuid, best.allocation_candidates[0],
-            allocation_request_version=version,
+            ctx, client, spec, instance_uuid, chosen, allocation_request_version=version,
         )  # fmt: skip
     if claimed:  # as _schedule does next: every extra group maps to the claimed candidate
         for group in spec.requested_resources:

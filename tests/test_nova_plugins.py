@@ -246,3 +246,29 @@ def test_extra_request_groups_keep_novas_candidates(
     finally:
         with server.client() as http:
             http.delete(f"/allocations/{consumer}")
+
+
+def test_with_the_scheduler_patch_the_filter_asks_nothing(
+    server: LiveServer,
+    nova_python: str,  # noqa: F811
+) -> None:
+    """With the patch series' scheduler (its query is placement-numa's, each candidate keeping
+    numa.rank) the filter sends no query of its own, and the weigher orders hosts by that rank."""
+    consumer = str(uuidlib.uuid4())
+    case = CASES["two-cells"]
+    order, best = ranked_hosts(server, case)
+    request = {
+        "url": server.base_url,
+        "instance_uuid": consumer,
+        "claim": True,
+        "scheduler_posts": True,
+        **case,
+    }
+    result = run_nova(nova_python, request)
+    try:
+        assert result["posts"] == 0
+        assert result["weighed"] == order
+        assert result["claimed"] and result["allocations"] == best[order[0]]
+    finally:
+        with server.client() as http:
+            http.delete(f"/allocations/{consumer}")

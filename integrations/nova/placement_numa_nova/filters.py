@@ -23,6 +23,10 @@ those groups, and Nova maps them through the candidates' ``mappings``. A Placeme
 extension (404/405: OpenStack Placement) passes every host unchanged, with one warning; any other
 refusal (400: an invalid flavor; 5xx) fails every host, as a flavor nothing can take.
 Rebuilds (no candidates there) are not filtered (``RUN_ON_REBUILD = False``).
+
+With the patch series (0002) the scheduler's own query is already placement-numa's: each host's
+candidates arrive aligned, in rank order, each with ``numa["rank"]``. The filter then sends no
+query of its own and only hands the rank of the host's first candidate to the weigher.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from typing import Any
 
 from nova.scheduler import filters
 
-from placement_numa_nova.ranking import Ranking
+from placement_numa_nova.ranking import Ranking, scheduler_rank
 from placement_numa_nova.request import candidates_body
 
 __all__ = ["NUMACandidatesFilter"]
@@ -68,6 +72,10 @@ class NUMACandidatesFilter(filters.BaseHostFilter):
     def host_passes(self, host_state: Any, spec_obj: Any) -> bool:
         """True when placement-numa has a NUMA candidate for ``host_state`` (see the module
         docstring for what is replaced)."""
+        ranked = scheduler_rank(host_state)
+        if ranked is not None:  # the scheduler asked placement-numa itself (patch 0002)
+            host_state.placement_numa_rank = ranked
+            return True
         ranking = self._ranking(spec_obj)
         if ranking is None:  # not placement-numa: stock behaviour
             return True

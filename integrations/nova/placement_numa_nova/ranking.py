@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Ranking"]
+__all__ = ["Ranking", "scheduler_rank"]
 
 
 @dataclass
@@ -42,3 +42,14 @@ class Ranking:
                     ranking.numa[root] = request.get("numa", {})
                 ranking.candidates.setdefault(root, []).append(claimable)
         return ranking
+
+
+def scheduler_rank(host_state: Any) -> int | None:
+    """The rank of ``host_state``'s first candidate when the scheduler's own query already was
+    placement-numa's (the patch series' 0002 keeps ``numa["rank"]``, 0 = best, on each candidate
+    until the claim); ``None`` otherwise."""
+    candidates = getattr(host_state, "allocation_candidates", None) or []
+    numa = candidates[0].get("numa") if candidates else None
+    if isinstance(numa, dict) and isinstance(numa.get("rank"), int):
+        return int(numa["rank"])
+    return None

@@ -10,8 +10,9 @@ Enable in ``nova.conf``::
 The weight of a host is ``1 / (1 + rank)`` (rank 0 is placement-numa's best host: narrowest set
 of cells, then closest, then the best CPU spread); Nova normalises weights to 0..1 across the
 hosts and multiplies them by ``placement_numa_weight_multiplier`` (default 10.0, so the rank
-outweighs the default RAM/CPU/disk weighers at 1.0; 0 turns it off). A host the filter did not
-rank weighs 0.
+outweighs the default RAM/CPU/disk weighers at 1.0; 0 turns it off). The rank is the filter's,
+or, without the filter, the one the patch series' scheduler keeps on the host's first candidate
+(``numa["rank"]``); a host with neither weighs 0.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from typing import Any
 
 from nova.scheduler import weights
 from oslo_config import cfg
+
+from placement_numa_nova.ranking import scheduler_rank
 
 __all__ = ["NUMARankWeigher"]
 
@@ -40,4 +43,6 @@ class NUMARankWeigher(weights.BaseHostWeigher):
 
     def _weigh_object(self, host_state: Any, weight_properties: Any) -> float:
         rank = getattr(host_state, "placement_numa_rank", None)
+        if rank is None:
+            rank = scheduler_rank(host_state)
         return 0.0 if rank is None else 1.0 / (1 + rank)
