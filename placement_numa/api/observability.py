@@ -36,6 +36,9 @@ import hmac
 import logging
 import re
 import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from oslo_context.context import RequestContext, generate_request_id
@@ -238,21 +241,63 @@ def install_observability(app: FastAPI, settings: Settings) -> None:
         observe_pool(app.state.database.engine, metrics)
 
         def snapshot() -> Any:
-            engine = getattr(app.state, "candidate_engine", None)
-            if engine is None:
-                from placement_numa.api.engine_dep import engine_for_state
-
-                engine = engine_for_state(app.state)
-            return engine.snapshot()
+            return _engine(app).snapshot()
 
         per_host = settings.metrics_per_host_series
         metrics.add_collector(FleetNumaCollector(snapshot, per_host=per_host))
+        if settings.metrics_flavors_file is not None:
+            _catalogue_gauges(app, metrics, settings.metrics_flavors_file, snapshot)
     app.add_middleware(
         ObservabilityMiddleware,
         metrics=metrics,
         metrics_token=settings.metrics_token,
         access_log=settings.access_log,
     )
+
+
+def _catalogue_gauges(
+    app: FastAPI, metrics: Metrics, path: Path, snapshot: Callable[[], Any]
+) -> None:
+    """The flavor capacity gauges of the catalogue in ``path`` (``[metrics] flavors_file``);
+    a file that cannot be read is one warning line and no such gauges."""
+    from placement_numa.api.cell_index_dep import cell_index_for_state
+    from placement_numa.api.pci_aliases import aliases_for
+    from placement_numa.observability.capacity_gauges import CatalogueCollector
+    from placement_numa.services.flavor_catalogue import (
+        CatalogueError,
+        catalogue_figures,
+        load_catalogue,
+    )
+
+    try:
+        flavors = load_catalogue(path)
+    except CatalogueError as exc:
+        LOG.warning("[metrics] flavors_file: %s; no flavor capacity gauges", exc)
+        return
+
+    def compute() -> Any:
+        fleet = snapshot()
+        index = cell_index_for_state(app.state).get(app.state.database, fleet.revision)
+        asks = [replace(a, aliases=aliases_for(app.state, a.flavor)) for a in flavors]
+        return catalogue_figures(_engine(app), index, asks)
+
+    def revision() -> int | None:
+        fleet = snapshot()
+        return None if fleet is None else int(fleet.revision)
+
+    collector = CatalogueCollector(revision, compute)
+    app.state.catalogue_collector = collector
+    metrics.add_collector(collector)
+
+
+def _engine(app: FastAPI) -> Any:
+    """The app's candidate engine (created on first use)."""
+    engine = getattr(app.state, "candidate_engine", None)
+    if engine is None:
+        from placement_numa.api.engine_dep import engine_for_state
+
+        engine = engine_for_state(app.state)
+    return engine
 
 
 def _client(scope: Scope) -> str:
