@@ -5,6 +5,7 @@ object when nothing in it changed; a renamed compute node and a new host show at
 
 from __future__ import annotations
 
+import gc
 import uuid
 from typing import Any
 
@@ -54,3 +55,29 @@ def test_writes_to_trees_patch_the_index(api: PlacementAPI) -> None:
     assert renamed.status_code == 200, renamed.text
     assert root["name"] == "first"
     assert hosts_found(api) == {"renamed", "second"}
+
+
+def test_flavor_queries_leave_the_snapshot_to_be_patched_in_place(api: PlacementAPI) -> None:
+    """A flavor query keeps no reference to its snapshot (the ranker's host view holds it
+    weakly), so the refresh after the next write patches it in place (``engine.handover``)."""
+    from placement_numa.api.engine_dep import engine_for_state
+
+    state = api.client.app.state  # type: ignore[attr-defined]
+    engine = engine_for_state(state)
+    source = getattr(engine, "inner", engine).source
+    source = getattr(source, "inner", source)
+    first = two_cell_host(api, "first")
+    for _ in range(3):
+        assert hosts_found(api) == {"first"}
+        allocate(api, first)
+    copied = source.patches - source.patches_in_place
+    collecting = gc.isenabled()
+    gc.disable()  # no collection may free a cycle that still held the snapshot
+    try:
+        assert hosts_found(api) == {"first"}
+        allocate(api, first)
+        assert hosts_found(api) == {"first"}
+    finally:
+        if collecting:
+            gc.enable()
+    assert source.patches - source.patches_in_place == copied  # every patch in place

@@ -11,6 +11,7 @@ offer (``rank_bound.relaxed_best_key``), memoised per look-alike tree, cell ids 
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,8 +62,7 @@ class NumaRanker:
         self.distinct = distinct
         self.device_classes = device_classes
         self.align_devices = align_devices
-        self._view: tuple[FleetSnapshot, HostView] | None = None
-        self.bound = NumaBound(self)
+        self._view: tuple[weakref.ref[FleetSnapshot], HostView] | None = None
         self._cells: dict[int, int | None] = {}
         self._ranked: dict[
             tuple[int, tuple[tuple[int, int], ...], tuple[int | None, ...]],
@@ -74,12 +74,25 @@ class NumaRanker:
             tuple[int, int | None, int], tuple[object, tuple[tuple[object, ...], NumaScore]]
         ] = {}
 
+    @property
+    def bound(self) -> NumaBound:
+        """The engine's ``rank_bound`` hook for this ranker (``NumaBound``; a new one each
+        time, so the ranker holds no reference to it: no cycle keeps the ranker, its host view
+        and the snapshot alive after the request, and the next refresh can patch the snapshot
+        in place, ``engine.handover``)."""
+        return NumaBound(self)
+
     def view(self, fleet: FleetSnapshot) -> HostView:
         """The NUMA host view of ``fleet`` for this query's CPU classes (``numa.host_view``:
         kept per snapshot, derived per changed tree)."""
         found = self._view
-        if found is None or found[0] is not fleet:
-            found = self._view = (fleet, host_view(fleet, self.index, self.cpu_classes))
+        if found is None or found[0]() is not fleet:
+            # a weak reference: a ranker kept alive must not keep the snapshot from being
+            # patched in place by the next refresh (``engine.handover``)
+            found = self._view = (
+                weakref.ref(fleet),
+                host_view(fleet, self.index, self.cpu_classes),
+            )
         return found[1]
 
     def _host(self, fleet: FleetSnapshot, root: int) -> tuple[dict[int, int], HostCells, int]:
