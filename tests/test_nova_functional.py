@@ -12,7 +12,9 @@ Locally the tests skip without that virtualenv; under ``CI=true`` they fail.
   placement-numa (the harness).
 * ``test_scenarios``: ``tests/nova_functional/scenarios.py`` (the spec's tree, boots of
   two-cell, pinned and huge-page guests, each checked: allocation cells = the cells the guest
-  runs on, every cell's usage = the sum of its guests).
+  runs on, every cell's usage = the sum of its guests), and the NoValidHost case with patched
+  Nova and placement-numa (40 hosts, ``max_placement_results = 5``, 3 hosts fit).
+* ``test_no_valid_host_stock_side``: the same case with stock behaviour and upstream Placement 16.
 """
 
 from __future__ import annotations
@@ -87,3 +89,10 @@ def test_nova_own_test(nova: str, tmp_path: Path) -> None:
 
 def test_scenarios(nova: str, tmp_path: Path) -> None:
     run_nova_tests(nova, tmp_path, "scenarios")
+
+
+def test_no_valid_host_stock_side(nova: str, tmp_path: Path) -> None:
+    """The other side of ``scenarios.NoValidHostPatchedTest``: the same fleet and flavor, stock
+    Nova (reporting off) with upstream Placement 16 in process (``run.py --upstream``)."""
+    output = run_nova_tests(nova, tmp_path, "--upstream", "scenarios.NoValidHostStockTest")
+    print("\n".join(line for line in output.splitlines() if "hosts" in line))

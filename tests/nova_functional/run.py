@@ -23,7 +23,9 @@ def main(argv: list[str]) -> int:
     """Install the live fixture (unless ``--upstream``) and run ``argv``'s tests."""
     sys.path.insert(0, HERE)
     args = [a for a in argv if a != "--upstream"]
-    if "--upstream" not in argv:
+    if "--upstream" in argv:
+        os.environ["PLACEMENT_NUMA_FUNC_UPSTREAM"] = "1"
+    else:
         import live_placement
 
         live_placement.install()

@@ -11,7 +11,9 @@ guests' allocations (``assertCellsAligned``).
 from __future__ import annotations
 
 import collections
+import os
 import re
+import time
 
 from nova import context as nova_context
 from nova import objects
@@ -220,3 +222,112 @@ class BootTest(NumaPlacementBase):
         )
         third = self._create_server(flavor_id=flavor, expected_state="ERROR")
         self.assertIn("No valid host", third["fault"]["message"])
+
+
+class NoValidHostBase(base.ServersTestBase):
+    """The classic NoValidHost: 40 hosts of 2 cells x 3 dedicated CPUs, 37 of them split 4 + 2
+    (their CPUs split unevenly across cells), 3 split 3 + 3; the flavor is 6 pinned vCPUs over
+    two cells (3 + 3), so only those 3 hosts fit, while the flat query (``PCPU:6``) matches all
+    40 and ``max_placement_results = 5`` keeps 5 of them (upstream's order is arbitrary: about
+    one boot in three sees a host that fits). ``ATTEMPTS`` boots, each deleted after."""
+
+    ADDITIONAL_FILTERS = ["NUMATopologyFilter"]
+    HOSTS = 40
+    FITTING = 3
+    ATTEMPTS = 5
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.ctxt = nova_context.get_admin_context()
+        self.flags(max_placement_results=5, group="scheduler")
+        self.flags(cpu_dedicated_set="0-5", cpu_shared_set=None, group="compute")
+
+    def start_fleet(self) -> list[str]:
+        fitting = []
+        for n in range(self.HOSTS):
+            host_info = fakelibvirt.HostInfo(
+                cpu_nodes=2, cpu_sockets=1, cpu_cores=3, cpu_threads=1, kB_mem=16777216
+            )
+            if n % (self.HOSTS // self.FITTING) or len(fitting) == self.FITTING:
+                cells = host_info.numa_topology.cells
+                cells[0].cpus.append(cells[1].cpus.pop(0))  # 4 + 2
+            else:
+                fitting.append(f"host{n:02d}")
+            self.start_compute(host_info=host_info, hostname=f"host{n:02d}")
+        return fitting
+
+    def boot_attempts(self, check=None) -> list[str | None]:
+        """The host of each attempt (None: NoValidHost); ``check(server)`` runs on each
+        active guest before it is deleted."""
+        flavor = self._create_flavor(
+            vcpu=6,
+            memory_mb=2048,
+            extra_spec={"hw:cpu_policy": "dedicated", "hw:numa_nodes": "2"},
+        )
+        hosts: list[str | None] = []
+        for _ in range(self.ATTEMPTS):
+            server = self.api.post_server({"server": self._build_server(flavor_id=flavor)})
+            for _ in range(300):
+                server = self.api.get_server(server["id"])
+                if server["status"] in ("ACTIVE", "ERROR"):
+                    break
+                time.sleep(0.1)
+            if server["status"] == "ACTIVE":
+                hosts.append(objects.Instance.get_by_uuid(self.ctxt, server["id"]).host)
+                if check is not None:
+                    check(server)
+            else:
+                self.assertIn("No valid host", server["fault"]["message"])
+                hosts.append(None)
+            self._delete_server(server)
+        print(f"{type(self).__name__}: hosts of {self.ATTEMPTS} boots: {hosts}")
+        return hosts
+
+
+class NoValidHostStockTest(NoValidHostBase):
+    """Stock Nova (reporting off, the flat GET) with upstream Placement 16 (``run.py
+    --upstream``). Upstream's candidate order is arbitrary but fixed within a process, so the 5
+    hosts Nova sees are the first 5 of the flat query: when none of them fits (about 2 fleets in
+    3), every boot is NoValidHost; with the cut lifted (``max_placement_results = 1000``) the
+    same boot succeeds on a host that fits: the cut, not the fleet, fails the boot."""
+
+    ATTEMPTS = 3
+
+    def test_stock_nova_no_valid_host(self) -> None:
+        if not os.environ.get("PLACEMENT_NUMA_FUNC_UPSTREAM"):
+            self.skipTest("runs with upstream Placement (run.py --upstream)")
+        fitting = self.start_fleet()
+        names = {
+            rp["uuid"]: rp["name"]
+            for rp in self.placement.get("/resource_providers").body["resource_providers"]
+        }
+        query = "resources=PCPU:6,MEMORY_MB:2048,DISK_GB:20&limit=5"
+        seen = self.placement.get(f"/allocation_candidates?{query}", version="1.36").body
+        seen_hosts = {
+            names[uuid] for ar in seen["allocation_requests"] for uuid in ar["allocations"]
+        }
+        print(f"stock: the flat query's 5 hosts {sorted(seen_hosts)}, hosts that fit {fitting}")
+        hosts = self.boot_attempts()
+        if seen_hosts & set(fitting):
+            self.assertNotIn(None, hosts)
+        else:
+            self.assertEqual([None] * self.ATTEMPTS, hosts)
+        self.flags(max_placement_results=1000, group="scheduler")
+        self.ATTEMPTS = 1
+        self.assertIn(self.boot_attempts()[0], fitting)
+
+
+class NoValidHostPatchedTest(NoValidHostBase, NumaPlacementBase):
+    """Patched Nova, reporting on, placement-numa: every boot lands on a host that fits."""
+
+    ATTEMPTS = 5
+
+    def test_patched_nova_boots(self) -> None:
+        fitting = self.start_fleet()
+
+        def aligned(server: dict) -> None:
+            self.assertEqual({0, 1}, self.server_cells(server["id"]))
+            self.assertCellsAligned()
+
+        hosts = self.boot_attempts(aligned)
+        self.assertEqual([], [h for h in hosts if h not in fitting])
