@@ -13,6 +13,9 @@ Environment:
 * ``PLACEMENT_NUMA_SERVER``: the ``placement-numa`` executable of our virtualenv (required).
 * ``PLACEMENT_NUMA_FUNC_TMP``: where databases and server logs go (default: a temporary dir).
 
+The service runs with ``[oslo_policy] enforce_new_defaults = False``, as upstream's fixture
+configures upstream Placement for Nova's tests (an admin token may reshape).
+
 Start-up is hidden: while one test runs, the next test's server is already starting
 (``_Pool``), so a test waits for a server only when the previous one came up slower than the
 test ran.
@@ -29,7 +32,9 @@ import tempfile
 import time
 import urllib.request
 
-HEADERS = {"x-auth-token": "admin"}
+# As upstream's fixture (``policy_opts.set_defaults(enforce_new_defaults=False)``): Nova's
+# functional tests call Placement as admin, and the reshaper's new default is role:service.
+POLICY_CONF = "[oslo_policy]\nenforce_new_defaults = False\n"
 
 
 def _free_port() -> int:
@@ -61,6 +66,8 @@ class LiveServer:
                     str(self.port),
                     "--database-url",
                     f"sqlite:///{self.database}",
+                    "--config-file",
+                    os.path.join(workdir, "placement.conf"),
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -109,6 +116,8 @@ class _Pool:
         )
         os.makedirs(self.workdir, exist_ok=True)
         self.template = os.path.join(self.workdir, "template.sqlite")
+        with open(os.path.join(self.workdir, "placement.conf"), "w") as conf:
+            conf.write(POLICY_CONF)
         subprocess.run(
             [self.executable, "db", "upgrade", "--database-url", f"sqlite:///{self.template}"],
             check=True,

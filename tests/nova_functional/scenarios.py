@@ -14,6 +14,7 @@ import collections
 import os
 import re
 import time
+from unittest import mock
 
 from nova import context as nova_context
 from nova import objects
@@ -81,13 +82,12 @@ class NumaPlacementBase(base.ServersTestBase):
         for inst in instances:
             if inst.deleted or inst.vm_state in ("error", "shelved_offloaded"):
                 continue
-            placed = self.allocation_cells(inst.uuid)
-            running = (
-                {cell.id for cell in inst.numa_topology.cells} if inst.numa_topology else set()
-            )
+            if not inst.numa_topology:
+                continue  # a guest without NUMA topology may use any cells
+            running = {cell.id for cell in inst.numa_topology.cells}
             self.assertEqual(
-                {inst.node: running} if running else {},
-                dict(placed),
+                {inst.node: running},
+                dict(self.allocation_cells(inst.uuid)),
                 f"instance {inst.uuid} on {inst.node}: allocation cells vs numa_topology",
             )
         providers = self.providers()
@@ -224,6 +224,135 @@ class BootTest(NumaPlacementBase):
         self.assertIn("No valid host", third["fault"]["message"])
 
 
+class MoveTest(NumaPlacementBase):
+    """Resize, cold migration, evacuation, shelve/unshelve and delete of NUMA guests between two
+    NUMA-reporting hosts; the alignment is checked after every step."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.flags(vif_plugging_timeout=0)
+        self.flags(cpu_dedicated_set="0-3", cpu_shared_set="4-7", group="compute")
+        self.start_numa_compute("compute1", cells=2, cores=4)
+        self.start_numa_compute("compute2", cells=2, cores=4)
+        self.no_disk_copy = mock.patch(
+            "nova.virt.libvirt.driver.LibvirtDriver.migrate_disk_and_power_off",
+            return_value="{}",
+        )
+        self.no_disk_copy.start()
+        self.addCleanup(self.no_disk_copy.stop)
+
+    def pinned(self, vcpus: int, cells: int = 1) -> str:
+        specs = {"hw:cpu_policy": "dedicated"}
+        if cells > 1:
+            specs["hw:numa_nodes"] = str(cells)
+        return self._create_flavor(vcpu=vcpus, memory_mb=1024, extra_spec=specs)
+
+    def host_of(self, server: dict) -> str:
+        return objects.Instance.get_by_uuid(self.ctxt, server["id"]).host
+
+    def test_resize_confirm_and_revert(self) -> None:
+        server = self._create_server(flavor_id=self.pinned(1))
+        self.assertCellsAligned()
+        server = self._resize_server(server, self.pinned(2, cells=2))
+        self.assertEqual({0, 1}, self.server_cells(server["id"]))
+        self.assertCellsAligned()
+        server = self._confirm_resize(server)
+        self.assertCellsAligned()
+        server = self._resize_server(server, self.pinned(3))
+        self.assertCellsAligned()
+        server = self._revert_resize(server)
+        self.assertEqual({0, 1}, self.server_cells(server["id"]))
+        self.assertCellsAligned()
+
+    def test_cold_migrate(self) -> None:
+        servers = [self._create_server(flavor_id=self.pinned(2, cells=2)) for _ in range(2)]
+        self.assertCellsAligned()
+        source = self.host_of(servers[0])
+        server = self._migrate_server(servers[0])
+        self.assertNotEqual(source, self.host_of(server))
+        self.assertCellsAligned()
+        self._confirm_resize(server)
+        self.assertCellsAligned()
+
+    def test_evacuate(self) -> None:
+        server = self._create_server(flavor_id=self.pinned(2, cells=2))
+        source = self.host_of(server)
+        self.computes[source].stop()
+        self.admin_api.force_down_service(source, "nova-compute", True)
+        server = self._evacuate_server(server, expected_state="ACTIVE")
+        self.assertNotEqual(source, self.host_of(server))
+        self.assertCellsAligned()
+
+    def test_shelve_unshelve_delete(self) -> None:
+        servers = [self._create_server(flavor_id=self.pinned(3)) for _ in range(3)]
+        self.assertCellsAligned()
+        self._shelve_server(servers[0])
+        self.assertCellsAligned()
+        self._unshelve_server(servers[0])
+        self.assertCellsAligned()
+        for server in servers:
+            self._delete_server(server)
+        self.assertCellsAligned()
+        self.assertEqual(
+            {}, self.placement.get("/allocations/" + servers[0]["id"]).body["allocations"]
+        )
+
+
+class ReshapeTest(NumaPlacementBase):
+    """Patch 4: guests booted with NUMA reporting off; reporting switched on and nova-compute
+    restarted: the reshape moves their allocations onto the cells they run on, the compute node
+    keeps none of VCPU, PCPU, MEMORY_MB, and capacity is not counted twice."""
+
+    def test_enable_on_running_host(self) -> None:
+        self.flags(enable_numa_reporting_to_placement=None, group="compute")
+        self.flags(cpu_dedicated_set="0-1,4-5", cpu_shared_set="2-3,6-7", group="compute")
+        self.start_numa_compute("compute1", cells=2, cores=4, huge_pages=512)
+        flat = self.tree("compute1")["compute1"]["inventories"]
+        pinned = self._create_flavor(
+            vcpu=2, memory_mb=1024, extra_spec={"hw:cpu_policy": "dedicated"}
+        )
+        two_cells = self._create_flavor(vcpu=2, memory_mb=2048, extra_spec={"hw:numa_nodes": "2"})
+        huge = self._create_flavor(vcpu=1, memory_mb=512, extra_spec={"hw:mem_page_size": "2MB"})
+        plain = self._create_flavor(vcpu=1, memory_mb=512)
+        servers = [
+            self._create_server(flavor_id=f) for f in (pinned, pinned, two_cells, huge, plain)
+        ]
+        before = {
+            s["id"]: self.placement.get(f"/allocations/{s['id']}", version="1.28").body
+            for s in servers
+        }
+
+        self.flags(enable_numa_reporting_to_placement=True, group="compute")
+        self.restart_compute_service("compute1")
+
+        tree = self.tree("compute1")
+        root = tree["compute1"]
+        for rc in ("VCPU", "PCPU", "MEMORY_MB"):
+            self.assertNotIn(rc, root["inventories"])
+        cells = [v["inventories"] for k, v in tree.items() if k != "compute1"]
+        for rc in ("VCPU", "PCPU"):
+            self.assertEqual(flat[rc], sum(inv.get(rc, 0) for inv in cells), rc)
+        self.assertCellsAligned()
+        for server in servers:
+            after = self.placement.get(f"/allocations/{server['id']}", version="1.28").body
+            totals: dict[str, int] = collections.Counter()
+            for alloc in after["allocations"].values():
+                totals.update(alloc["resources"])
+            expected: dict[str, int] = collections.Counter()
+            for alloc in before[server["id"]]["allocations"].values():
+                expected.update(alloc["resources"])
+            self.assertEqual(expected, totals, server["id"])
+        root_uuid = next(rp["uuid"] for rp in self.providers().values() if rp["name"] == "compute1")
+        usages = self.placement.get(f"/resource_providers/{root_uuid}/usages").body["usages"]
+        self.assertEqual({"DISK_GB"}, {rc for rc, n in usages.items() if n})
+        huge_alloc = self.placement.get(f"/allocations/{servers[3]['id']}", version="1.28").body
+        names = {self.providers()[u]["name"] for u in huge_alloc["allocations"]}
+        self.assertTrue(any(n.endswith("_PAGE_2048KB") for n in names), names)
+        # and the host keeps working: a new two-cell guest lands where Placement puts it
+        self._create_server(flavor_id=two_cells)
+        self.assertCellsAligned()
+
+
 class NoValidHostBase(base.ServersTestBase):
     """The classic NoValidHost: 40 hosts of 2 cells x 3 dedicated CPUs, 37 of them split 4 + 2
     (their CPUs split unevenly across cells), 3 split 3 + 3; the flavor is 6 pinned vCPUs over
@@ -331,3 +460,18 @@ class NoValidHostPatchedTest(NoValidHostBase, NumaPlacementBase):
 
         hosts = self.boot_attempts(aligned)
         self.assertEqual([], [h for h in hosts if h not in fitting])
+
+
+class StatusTest(NumaPlacementBase):
+    """Patch 5: ``nova-status upgrade check`` warns while the option is unset."""
+
+    def test_upgrade_check(self) -> None:
+        from nova.cmd import status
+        from oslo_upgradecheck import upgradecheck
+
+        check = status.UpgradeCommands()._check_numa_reporting
+        self.flags(enable_numa_reporting_to_placement=None, group="compute")
+        self.assertEqual(upgradecheck.Code.WARNING, check().code)
+        for value in (True, False):
+            self.flags(enable_numa_reporting_to_placement=value, group="compute")
+            self.assertEqual(upgradecheck.Code.SUCCESS, check().code)
