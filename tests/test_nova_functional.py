@@ -10,10 +10,13 @@ Locally the tests skip without that virtualenv; under ``CI=true`` they fail.
 
 * ``test_nova_own_test``: one of Nova's own libvirt NUMA tests, unchanged, passes against
   placement-numa (the harness).
-* ``test_scenarios``: ``tests/nova_functional/scenarios.py`` (the spec's tree, boots of
-  two-cell, pinned and huge-page guests, each checked: allocation cells = the cells the guest
-  runs on, every cell's usage = the sum of its guests), and the NoValidHost case with patched
-  Nova and placement-numa (40 hosts, ``max_placement_results = 5``, 3 hosts fit).
+* ``test_scenarios``: ``tests/nova_functional/scenarios.py``: the spec's tree (patch 0001); boots
+  of two-cell, pinned and huge-page guests; resize (confirm, revert), cold migration, evacuation,
+  shelve/unshelve and delete between two NUMA hosts; reshape of running guests when reporting is
+  switched on, and the one-way rule when it is switched off again; the nova-status check; the
+  NoValidHost case with patched Nova and placement-numa (40 hosts, ``max_placement_results = 5``,
+  3 hosts fit). After each step: allocation cells = the cells the guest runs on, every cell's
+  usage = the sum of its guests.
 * ``test_no_valid_host_stock_side``: the same case with stock behaviour and upstream Placement 16.
 """
 

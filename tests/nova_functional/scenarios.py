@@ -231,7 +231,8 @@ class MoveTest(NumaPlacementBase):
     def setUp(self) -> None:
         super().setUp()
         self.flags(vif_plugging_timeout=0)
-        self.flags(cpu_dedicated_set="0-3", cpu_shared_set="4-7", group="compute")
+        # per cell: 3 dedicated CPUs and 1 shared
+        self.flags(cpu_dedicated_set="0-2,4-6", cpu_shared_set="3,7", group="compute")
         self.start_numa_compute("compute1", cells=2, cores=4)
         self.start_numa_compute("compute2", cells=2, cores=4)
         self.no_disk_copy = mock.patch(
@@ -268,7 +269,7 @@ class MoveTest(NumaPlacementBase):
         servers = [self._create_server(flavor_id=self.pinned(2, cells=2)) for _ in range(2)]
         self.assertCellsAligned()
         source = self.host_of(servers[0])
-        server = self._migrate_server(servers[0])
+        server = self._migrate_server(servers[0], api=self.admin_api)
         self.assertNotEqual(source, self.host_of(server))
         self.assertCellsAligned()
         self._confirm_resize(server)
@@ -278,9 +279,19 @@ class MoveTest(NumaPlacementBase):
         server = self._create_server(flavor_id=self.pinned(2, cells=2))
         source = self.host_of(server)
         self.computes[source].stop()
-        self.admin_api.force_down_service(source, "nova-compute", True)
+        self.admin_api.microversion = "2.53"
+        service = self.admin_api.get_services(host=source, binary="nova-compute")[0]
+        self.admin_api.put_service_force_down(service["id"], True)
         server = self._evacuate_server(server, expected_state="ACTIVE")
-        self.assertNotEqual(source, self.host_of(server))
+        target = self.host_of(server)
+        self.assertNotEqual(source, target)
+        # the source keeps its allocation until its nova-compute is back and cleans it up
+        self.assertEqual({0, 1}, self.allocation_cells(server["id"])[target])
+        self.assertEqual(
+            self.server_cells(server["id"]), self.allocation_cells(server["id"])[target]
+        )
+        self.restart_compute_service(source)
+        self.admin_api.put_service_force_down(service["id"], False)
         self.assertCellsAligned()
 
     def test_shelve_unshelve_delete(self) -> None:
@@ -350,6 +361,14 @@ class ReshapeTest(NumaPlacementBase):
         self.assertTrue(any(n.endswith("_PAGE_2048KB") for n in names), names)
         # and the host keeps working: a new two-cell guest lands where Placement puts it
         self._create_server(flavor_id=two_cells)
+        self.assertCellsAligned()
+        # one way: switched back off, the host keeps its cells (no double counting)
+        self.flags(enable_numa_reporting_to_placement=False, group="compute")
+        self.restart_compute_service("compute1")
+        tree = self.tree("compute1")
+        self.assertEqual(len(cells), len(tree) - 1)
+        self.assertNotIn("VCPU", tree["compute1"]["inventories"])
+        self.assertNotIn("HW_NON_NUMA", tree["compute1"]["traits"])
         self.assertCellsAligned()
 
 
