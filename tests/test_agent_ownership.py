@@ -125,6 +125,20 @@ def test_refuses_a_tree_nova_compute_manages_and_writes_nothing(
     assert f"compute node {host} " in errors[0] and "managed by nova-compute" in errors[0]
 
 
+def test_refuses_a_host_nova_compute_reports_under_its_short_name(
+    server: LiveServer, http: httpx.Client, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """nova-compute registered the host as ``short1``; the agent runs as ``short1.example.org``:
+    a second tree would count the host twice, so nothing is written (the override does not
+    apply: the agent would create its own tree beside Nova's)."""
+    nova_compute_node(http, "short1", FLAT, NOVA_TRAITS)
+    sys = two_socket_intel(tmp_path)
+    for extra in (("--once",), ("--once", "--take-over-from-nova")):
+        code = agent_writing_nothing(server, http, sys, "short1.example.org", *extra)
+        assert code == EXIT_NOVA_MANAGED
+    assert "is compute node short1 " in caplog.text
+
+
 def test_a_second_run_of_the_agent_on_its_own_tree_is_not_refused(
     server: LiveServer, http: httpx.Client, tmp_path: Path
 ) -> None:

@@ -16,6 +16,12 @@ The signs, read on the root (``nova_signs``):
 * inventory the agent never leaves on a root: ``VCPU``, ``PCPU``, ``MEMORY_MB`` (it reports them on
   its NUMA cells; ``DISK_GB`` on the root is its own, so it is not a sign).
 
+The same host may carry another name in Nova (libvirt reports the FQDN where the agent's
+``--hostname`` may be the short name, or the reverse): before creating a new compute node the
+agent also looks for those names (``other_names``), and refuses when one of them is a tree
+nova-compute manages, since a second tree would count the host twice (no override: the agent
+would not write that tree but its own).
+
 How the agent recognises its own tree: by construction it carries none of these signs (the agent
 writes no ``OWNER_*``, ``COMPUTE_*`` or other ``HW_CPU_*`` trait and moves every CPU and memory
 class off the root), so a second run of the agent passes, while nova-compute puts them back at
@@ -33,6 +39,7 @@ disables a running nova-compute, which also stops the scheduler from sending gue
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterable
 
 import os_traits
@@ -44,6 +51,8 @@ __all__ = [
     "NovaManagedTree",
     "nova_signs",
     "nova_trait",
+    "alias_refusal",
+    "other_names",
     "refusal",
     "takeover_refusal",
 ]
@@ -100,4 +109,24 @@ def takeover_refusal(name: str, uuid: str, traits: Iterable[str]) -> NovaManaged
         f"{os_traits.COMPUTE_STATUS_DISABLED} on its root); nothing written. Disable it while it "
         "runs ('openstack compute service set --disable <host> nova-compute'), stop it for good, "
         "then take over"
+    )
+
+
+def other_names(hostname: str) -> list[str]:
+    """Other names this host's compute node may have in Nova: the short name of a dotted
+    ``hostname``; for a short one, this machine's FQDN (``socket.getfqdn``) when its first label
+    is ``hostname``."""
+    if "." in hostname:
+        return [hostname.split(".", 1)[0]]
+    fqdn = socket.getfqdn()
+    return [fqdn] if fqdn != hostname and fqdn.split(".", 1)[0] == hostname else []
+
+
+def alias_refusal(name: str, uuid: str, signs: list[str], hostname: str) -> NovaManagedTree:
+    """The one-line error when this host (``hostname``) is nova-compute's compute node ``name``."""
+    return NovaManagedTree(
+        f"this host ({hostname}) is compute node {name} ({uuid}) of nova-compute "
+        f"({', '.join(signs[:6])} on its root); a second tree would count it twice: nothing "
+        "written. Run nova-compute (with the placement-numa patch series for NUMA) here, or stop "
+        f"it for good and take over with --hostname {name}"
     )

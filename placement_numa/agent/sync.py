@@ -52,8 +52,10 @@ from placement_numa.agent.desired_tree import (
 from placement_numa.agent.ownership import (
     NOVA_ROOT_CLASSES,
     NovaManagedTree,
+    alias_refusal,
     nova_signs,
     nova_trait,
+    other_names,
     refusal,
     takeover_refusal,
 )
@@ -155,7 +157,9 @@ class _Syncer:
         writes_before = len(self.client.writes)
         root = self.client.find_provider(self.tree.root.name)
         existing: list[ProviderRecord] = []
-        if root is not None:
+        if root is None:
+            self._check_other_names()
+        else:
             self._check_owner(root)
             existing = self.client.list_tree(root.uuid)
             if self._flat_with_usage(root):
@@ -192,6 +196,18 @@ class _Syncer:
         if blocked is not None:
             raise blocked
         self.report.note(f"taking over {root.name} from nova-compute ({', '.join(signs)})")
+
+    def _check_other_names(self) -> None:
+        """Raise ``NovaManagedTree`` when this host is nova-compute's under another name."""
+        for name in other_names(self.tree.root.name):
+            found = self.client.find_provider(name)
+            if found is None or found.parent_provider_uuid is not None:
+                continue
+            _, inventories = self.client.get_inventories(found.uuid)
+            _, traits = self.client.get_traits(found.uuid)
+            signs = nova_signs(inventories, traits)
+            if signs:
+                raise alias_refusal(found.name, found.uuid, signs, self.tree.root.name)
 
     def _flat_with_usage(self, root: ProviderRecord) -> bool:
         _, inventories = self.client.get_inventories(root.uuid)
