@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from placement_numa.settings import Settings
 
 __all__ = ["register", "WORKER_READY_TIMEOUT"]
 
@@ -41,13 +44,8 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    """Migrate once (unless ``--no-migrate``), then start the workers without migrating."""
-    import uvicorn
-
-    from placement_numa.app import prepare_database
-    from placement_numa.cli.http_timeouts import ENV_HEADER_TIMEOUT, GuardedHttpToolsProtocol
-    from placement_numa.service_logging import setup_service_logging
+def _settings(args: argparse.Namespace) -> Settings:
+    """The service's ``Settings``: the flags given, over the environment and placement.conf."""
     from placement_numa.settings import Settings
 
     overrides = {
@@ -64,8 +62,15 @@ def run(args: argparse.Namespace) -> int:
     }
     if args.no_migrate:
         overrides["auto_migrate"] = False
-    settings = Settings(**overrides)
-    setup_service_logging(settings)  # oslo.log from [DEFAULT]; uvicorn's loggers included
+    return Settings(**overrides)
+
+
+def _check_ready(settings: Settings) -> None:
+    """Before any worker starts: keystone configured (when asked), and the database migrated
+    (``auto_migrate``) or checked at head (an OpenStack Placement database, or ours behind
+    head: one line, ``EXIT_SCHEMA``)."""
+    from placement_numa.app import prepare_database
+
     if settings.auth_strategy == "keystone":
         from placement_numa.api.keystone import check_configured
         from placement_numa.cli.failures import EXIT_USAGE, CommandError
@@ -78,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError(str(exc), EXIT_USAGE) from None
     if settings.auto_migrate:
         prepare_database(settings)
-    else:  # an OpenStack Placement database, or ours behind head: one line, EXIT_SCHEMA
+    else:
         from placement_numa.db.migrate import check_at_start
 
         check_at_start(
@@ -87,6 +92,20 @@ def run(args: argparse.Namespace) -> int:
             sync_on_startup=settings.sync_on_startup,
             migrations_dir=settings.migrations_dir,
         )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Migrate once (unless ``--no-migrate``), then start the workers without migrating."""
+    import uvicorn
+
+    # imported before logging is set up, so their import-time warnings stay off stdout
+    import placement_numa.app  # noqa: F401
+    from placement_numa.cli.http_timeouts import ENV_HEADER_TIMEOUT, GuardedHttpToolsProtocol
+    from placement_numa.service_logging import setup_service_logging
+
+    settings = _settings(args)
+    setup_service_logging(settings)  # oslo.log from [DEFAULT]; uvicorn's loggers included
+    _check_ready(settings)
     # Workers read their settings from the environment; they must not migrate concurrently.
     os.environ["PLACEMENT_NUMA_DATABASE_URL"] = settings.database_url
     if settings.config_file is not None:
