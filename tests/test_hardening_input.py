@@ -344,3 +344,12 @@ def test_resources_filter_with_many_classes(
             assert response.json()["resource_providers"] == []
     finally:
         app.state.database.dispose()
+
+
+@pytest.mark.parametrize("name", ["resources", "in_tree", "required", "member_of"])
+def test_json_query_parameter_with_no_value_is_400(api: PlacementAPI, name: str) -> None:
+    """``{"query": {"resources": []}}`` was an IndexError (500), found by schemathesis."""
+    query = {"resources": "VCPU:1", name: []}
+    response = api.post("/allocation_candidates", json={"query": query})
+    assert response.status_code == 400, response.text
+    assert "has no value" in response.json()["errors"][0]["detail"]

@@ -344,13 +344,15 @@ def query_from_json(params: Mapping[str, str | list[str]]) -> CandidateQuery:
     groups' order). ``limit`` belongs to the body, not here.
 
     Raises ``BadRequest`` (400) for a parameter name that is not a group's or one of
-    ``group_policy``, ``root_required``, ``same_subtree``, and what ``parse_candidate_query``
+    ``group_policy``, ``root_required``, ``same_subtree``, for an empty list of values, and what ``parse_candidate_query``
     raises.
     """
     pairs: list[tuple[str, str]] = []
     grouped: dict[str, list[tuple[str, str]]] = {}
     for name, value in params.items():
         values = value if isinstance(value, list) else [value]
+        if not values:
+            raise BadRequest(f"{_INVALID}: '{name}' has no value")
         match = _JSON_GROUP_KEY.match(name)
         if match is None:
             if name not in _JSON_GLOBAL:

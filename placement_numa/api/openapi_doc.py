@@ -9,8 +9,11 @@ FastAPI's validation errors. So, from the tables below:
 * the real success statuses (``SUCCESS``): 204 without a body for deletes, 201 with an empty
   body for ``POST /resource_classes``, ...;
 * no 422 (the service answers 400); instead the Placement error body
-  (``{"errors": [{"status", "title", "detail", "code", "request_id"}]}``) for 400, 401, 403,
-  404 (paths with a parameter), 406 (GET), 409 (writes), 413 and 415 (bodies);
+  (``{"errors": [{"status", "title", "detail", "code", "request_id"}]}``) for every status the
+  service answers (``_error_statuses``): 400 and 406 (the microversion header) everywhere, 401
+  and 403, 404 (a path parameter, or a route newer than 1.0: no or an empty header means 1.0),
+  409 (writes), 413 and 415 (bodies), 405 where a method is newer than its route
+  (``EXTRA_ERRORS``);
 * the ``x-auth-token`` header as the security scheme and ``OpenStack-API-Version`` as a header
   parameter of every operation.
 """
@@ -25,16 +28,36 @@ from placement_numa.api.openapi_microversions import KEY as MICROVERSION_KEY
 __all__ = ["complete_document", "QUERY_PARAMETERS", "SUCCESS"]
 
 
+_UUID = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+_NAME = "[A-Z0-9_]+"
+# The value forms the query parser (api/query.py, api/candidate_query.py) accepts; whether a
+# named trait or resource class exists, and the rules between parameters, are not forms (see
+# doc/source/api/openapi.rst).
+UUID_VALUE: dict[str, Any] = {"type": "string", "format": "uuid"}
+MEMBER_OF = {"type": "string", "pattern": f"^(!?{_UUID}|!?in:{_UUID}(,{_UUID})*)$"}
+RESOURCES = {"type": "string", "pattern": f"^{_NAME}:0*[1-9][0-9]*(,{_NAME}:0*[1-9][0-9]*)*$"}
+TRAITS = {"type": "string", "pattern": f"^(in:{_NAME}(,{_NAME})*|!?{_NAME}(,!?{_NAME})*)$"}
+SUFFIXES = {"type": "string", "pattern": "^[a-zA-Z0-9_-]{1,64}(,[a-zA-Z0-9_-]{1,64})*$"}
+EXTERNAL_ID = {"type": "string", "minLength": 1, "maxLength": 255}
+
+
 def _param(
-    name: str, description: str, *, since: mv.Microversion, repeatable: bool = False
+    name: str,
+    description: str,
+    *,
+    since: mv.Microversion,
+    repeatable: bool = False,
+    value: dict[str, Any] | None = None,
+    required: bool = False,
 ) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "string"}
+    """A query parameter; ``value`` the schema of one value (a string by default)."""
+    schema: dict[str, Any] = value or {"type": "string"}
     if repeatable:
-        schema = {"type": "array", "items": {"type": "string"}}
+        schema = {"type": "array", "items": schema}
     param: dict[str, Any] = {
         "name": name,
         "in": "query",
-        "required": False,
+        "required": required,
         "description": description,
         "schema": schema,
         MICROVERSION_KEY: str(since),
@@ -52,22 +75,25 @@ _GROUPS = (
 QUERY_PARAMETERS: dict[str, list[dict[str, Any]]] = {
     "/resource_providers": [
         _param("name", "Providers with this name.", since=mv.MIN_VERSION),
-        _param("uuid", "The provider with this uuid.", since=mv.MIN_VERSION),
+        _param("uuid", "The provider with this uuid.", value=UUID_VALUE, since=mv.MIN_VERSION),
         _param(
             "member_of",
             "Aggregate uuid, or ``in:<uuid>,<uuid>`` for any of them (1.3); repeated: all of "
             "them (1.24); ``!`` to exclude (1.32).",
             repeatable=True,
+            value=MEMBER_OF,
             since=mv.PROVIDER_MEMBER_OF,
         ),
         _param(
             "resources",
             "``RC:amount,...``: providers with room for each amount (1.4).",
+            value=RESOURCES,
             since=mv.PROVIDER_RESOURCES_FILTER,
         ),
         _param(
             "in_tree",
             "Providers in the tree of this provider uuid (1.14).",
+            value=UUID_VALUE,
             since=mv.NESTED_PROVIDERS,
         ),
         _param(
@@ -75,6 +101,7 @@ QUERY_PARAMETERS: dict[str, list[dict[str, Any]]] = {
             "Traits ``A,!B`` the provider must have / must not have (1.18; ``!`` 1.22; "
             "``in:A,B`` and repeats 1.39).",
             repeatable=True,
+            value=TRAITS,
             since=mv.PROVIDER_REQUIRED,
         ),
     ],
@@ -82,40 +109,53 @@ QUERY_PARAMETERS: dict[str, list[dict[str, Any]]] = {
         _param(
             "resources",
             "``RC:amount,...`` requested (1.10)." + _GROUPS,
+            value=RESOURCES,
+            required=True,
             since=mv.ALLOCATION_CANDIDATES,
         ),
         _param(
             "required",
             "Traits the providers must have (``!`` forbidden 1.22, ``in:`` 1.39)." + _GROUPS,
             repeatable=True,
+            value=TRAITS,
             since=mv.CANDIDATES_REQUIRED,
         ),
         _param(
             "member_of",
             "Aggregate uuids (``in:`` any of; ``!`` excluded 1.32)." + _GROUPS,
             repeatable=True,
+            value=MEMBER_OF,
             since=mv.CANDIDATES_MEMBER_OF,
         ),
         _param(
             "in_tree",
             "Only candidates in this provider's tree (1.31)." + _GROUPS,
+            value=UUID_VALUE,
             since=mv.CANDIDATES_IN_TREE,
         ),
         _param(
             "group_policy",
             "``none`` or ``isolate`` (1.25; required with more than one suffixed group).",
+            value={"type": "string", "enum": ["none", "isolate"]},
             since=mv.GRANULAR_GROUPS,
         ),
-        _param("limit", "At most this many allocation requests (1.16).", since=mv.CANDIDATES_LIMIT),
+        _param(
+            "limit",
+            "At most this many allocation requests (1.16).",
+            value={"type": "string", "pattern": "^[1-9][0-9]{0,17}$"},
+            since=mv.CANDIDATES_LIMIT,
+        ),
         _param(
             "same_subtree",
             "Comma-separated suffixes whose providers share a subtree (1.36).",
             repeatable=True,
+            value=SUFFIXES,
             since=mv.SAME_SUBTREE,
         ),
         _param(
             "root_required",
             "Traits the root provider must (not) have (1.35).",
+            value=TRAITS,
             since=mv.ROOT_REQUIRED,
         ),
     ],
@@ -123,25 +163,45 @@ QUERY_PARAMETERS: dict[str, list[dict[str, Any]]] = {
         _param(
             "name",
             "``in:A,B`` (these names) or ``startswith:CUSTOM_`` (a prefix).",
+            value={"type": "string", "pattern": "^(in|startswith):"},
             since=mv.TRAITS,
         ),
         _param(
             "associated",
-            "``true``: only traits of some provider; ``false``: of none.",
+            "``true``: only traits of some provider; ``false``: of none (any case).",
+            value={"type": "string", "pattern": "^([Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])$"},
             since=mv.TRAITS,
         ),
     ],
     "/usages": [
-        _param("project_id", "The project (required).", since=mv.USAGES),
-        _param("user_id", "Only this user's consumers.", since=mv.USAGES),
+        _param("project_id", "The project.", value=EXTERNAL_ID, required=True, since=mv.USAGES),
+        _param("user_id", "Only this user's consumers.", value=EXTERNAL_ID, since=mv.USAGES),
         _param(
             "consumer_type",
             "Only consumers of this type (1.38; ``all``, ``unknown``).",
+            value={"type": "string", "pattern": "^([A-Z0-9_]+|all|unknown)$", "maxLength": 255},
             since=mv.CONSUMER_TYPES,
         ),
     ],
 }
 
+_CUSTOM = {"type": "string", "pattern": "^CUSTOM_[A-Z0-9_]+$", "maxLength": 255}
+_CLASS = {"type": "string", "pattern": f"^{_NAME}$"}
+# (method, path) -> {path parameter: its schema}, where the route refuses (400) other forms.
+# Elsewhere a path parameter is any string: an unknown name or uuid is a 404.
+PATH_PARAMETERS: dict[tuple[str, str], dict[str, dict[str, Any]]] = {
+    ("put", "/resource_classes/{name}"): {"name": _CUSTOM},
+    ("delete", "/resource_classes/{name}"): {"name": _CUSTOM},  # standard classes: 400
+    ("put", "/traits/{name}"): {"name": _CUSTOM},
+    ("delete", "/traits/{name}"): {"name": _CUSTOM},  # standard traits: 400
+    ("put", "/allocations/{consumer_uuid}"): {"consumer_uuid": UUID_VALUE},
+    **{
+        (method, "/resource_providers/{uuid}/inventories/{resource_class}"): {
+            "resource_class": _CLASS
+        }
+        for method in ("get", "put", "delete")
+    },
+}
 _EMPTY = {"description": "No content."}
 # (method, path) -> the success responses the handler really sends.
 SUCCESS: dict[tuple[str, str], dict[str, dict[str, Any]]] = {
@@ -192,8 +252,16 @@ _ERRORS = {
     "400": "Bad request: a malformed body, query or microversion header (Placement error code).",
     "401": "No or an invalid x-auth-token.",
     "403": "The policy refuses this caller.",
-    "404": "The resource does not exist (or the microversion does not have this route).",
-    "406": "The Accept header excludes JSON.",
+    "404": (
+        "The resource does not exist, or the route is newer than the request's microversion"
+        " (no or an empty ``OpenStack-API-Version`` means 1.0)."
+    ),
+    "405": "The method is not allowed at this microversion (``Allow`` lists the route's).",
+    "406": (
+        "An unacceptable microversion (outside the service's range, such as ``placement 1.40``"
+        " or ``placement 2.0``; the error carries ``min_version`` and ``max_version``), or, for"
+        " a GET, an Accept header that excludes JSON."
+    ),
     "409": "A conflict: stale generation, in use, no room (Placement error code).",
     "413": "The body is larger than the service accepts.",
     "415": "The body is not JSON (no or another content type).",
@@ -206,6 +274,11 @@ _VERSION_HEADER = {
     "schema": {"type": "string"},
 }
 _WRITES = {"put", "post", "delete", "patch"}
+# (method, path) -> error statuses beyond the general rules of ``complete_document``.
+EXTRA_ERRORS: dict[tuple[str, str], tuple[str, ...]] = {
+    # DELETE of all inventories appeared in 1.5; below it the route answers 405 (Placement).
+    ("delete", "/resource_providers/{uuid}/inventories"): ("405",),
+}
 
 
 def _error(code: str) -> dict[str, Any]:
@@ -213,6 +286,24 @@ def _error(code: str) -> dict[str, Any]:
         "description": _ERRORS[code],
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
     }
+
+
+def _error_statuses(method: str, path: str, operation: dict[str, Any]) -> list[str]:
+    """The error statuses ``method path`` can answer: 400 and 406 from the microversion header
+    everywhere; 401 and 403 but on the version document ``/``; 404 with a path parameter or a
+    microversion gate above 1.0; 406 also from ``Accept``; 409 on writes; 413 and 415 with a
+    body; and ``EXTRA_ERRORS``."""
+    wanted = ["400", "406"]
+    if path == "/":
+        return wanted
+    wanted += ["401", "403"]
+    if "{" in path or operation.get(MICROVERSION_KEY, str(mv.MIN_VERSION)) != str(mv.MIN_VERSION):
+        wanted.append("404")
+    if method in _WRITES:
+        wanted.append("409")
+    if "requestBody" in operation:
+        wanted += ["413", "415"]
+    return wanted + list(EXTRA_ERRORS.get((method, path), ()))
 
 
 def complete_document(document: dict[str, Any]) -> dict[str, Any]:
@@ -242,22 +333,18 @@ def complete_document(document: dict[str, Any]) -> dict[str, Any]:
                 for p in operation.get("parameters", [])
                 if p.get("in") != "query" or path not in QUERY_PARAMETERS
             ]
+            for param in params:
+                if param.get("in") == "path":
+                    param["schema"].update(
+                        PATH_PARAMETERS.get((method, path), {}).get(param["name"], {})
+                    )
             if method == "get":
                 params += QUERY_PARAMETERS.get(path, [])
+            params.append(_VERSION_HEADER)
+            for code in _error_statuses(method, path, operation):
+                responses.setdefault(code, _error(code))
             if path != "/":
-                params.append(_VERSION_HEADER)
                 operation["security"] = [{"token": []}]
-                wanted = ["400", "401", "403"]
-                if "{" in path:
-                    wanted.append("404")
-                if method == "get":
-                    wanted.append("406")
-                if method in _WRITES:
-                    wanted.append("409")
-                if "requestBody" in operation:
-                    wanted += ["413", "415"]
-                for code in wanted:
-                    responses.setdefault(code, _error(code))
             if params:
                 operation["parameters"] = params
     components.get("schemas", {}).pop("HTTPValidationError", None)

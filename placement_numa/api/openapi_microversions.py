@@ -25,7 +25,7 @@ from typing import Any
 import fastapi.routing
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
-from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
 from pydantic_core import core_schema
 
 from placement_numa.api import microversion as mv
@@ -69,6 +69,14 @@ class VersionedJsonSchema(GenerateJsonSchema):
     """pydantic's JSON Schema generator, adding ``x-min-microversion`` to each property of a
     versioned request shape (``body_doc`` in ``api/deps.py`` uses it)."""
 
+    def generate(
+        self, schema: core_schema.CoreSchema, mode: JsonSchemaMode = "validation"
+    ) -> JsonSchemaValue:
+        """The JSON Schema of ``schema``, number bounds in JSON Schema's words everywhere."""
+        value = super().generate(schema, mode=mode)
+        _name_bounds(value)
+        return value
+
     def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
         """The model's schema, its properties annotated by :func:`field_versions`."""
         value = super().model_schema(schema)
@@ -78,6 +86,37 @@ class VersionedJsonSchema(GenerateJsonSchema):
             if name in properties:
                 properties[name][KEY] = str(version)
         return value
+
+
+_BOUNDS = {"ge": "minimum", "le": "maximum", "gt": "exclusiveMinimum", "lt": "exclusiveMaximum"}
+
+
+def _name_bounds(value: Any) -> None:
+    """Say in JSON Schema's words, in place, two rules pydantic enforces but words otherwise:
+
+    * number bounds: pydantic cannot push ``Field(ge=1)`` into a type that has a
+      ``BeforeValidator`` (``JsonInt``) and leaves ``ge``/``le``/``gt``/``lt`` under their own
+      names, which JSON Schema ignores (the document allowed ``"total": 0``);
+    * dict keys: a ``dict`` whose key type has a pattern (``dict[UuidKey, ...]``) becomes
+      ``patternProperties``, which leaves other keys free; pydantic refuses them, so
+      ``additionalProperties: false``.
+    """
+    if isinstance(value, dict):
+        if value.get("type") in ("integer", "number"):
+            for short, name in _BOUNDS.items():
+                if short in value:  # the tighter bound where both are given
+                    bound = value.pop(short)
+                    tighter = max if name.endswith("inimum") else min
+                    bound = tighter(bound, value.get(name, bound))
+                    integral = value["type"] == "integer" and float(bound).is_integer()
+                    value[name] = int(bound) if integral else bound
+        if "patternProperties" in value and "properties" not in value:
+            value.setdefault("additionalProperties", False)
+        for item in value.values():
+            _name_bounds(item)
+    elif isinstance(value, list):
+        for item in value:
+            _name_bounds(item)
 
 
 def _routes(routes: Iterable[Any]) -> Iterator[Any]:

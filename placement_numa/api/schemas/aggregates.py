@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, StrictInt, TypeAdapter
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
 
+from placement_numa.api.schemas.inventories import JsonInt
 from placement_numa.api.schemas.resource_providers import UuidStr
 
 __all__ = ["AggregateList", "AGGREGATES_V1_1", "SetAggregatesV1_19"]
@@ -21,7 +22,9 @@ def _unique(values: list[str]) -> list[str]:
     return values
 
 
-AggregateList = Annotated[list[UuidStr], AfterValidator(_unique)]
+AggregateList = Annotated[
+    list[UuidStr], AfterValidator(_unique), Field(json_schema_extra={"uniqueItems": True})
+]
 
 AGGREGATES_V1_1: TypeAdapter[list[str]] = TypeAdapter(AggregateList)
 
@@ -31,4 +34,4 @@ class SetAggregatesV1_19(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
     aggregates: AggregateList
-    resource_provider_generation: StrictInt
+    resource_provider_generation: JsonInt

@@ -25,11 +25,11 @@ from pydantic import (
     ConfigDict,
     Field,
     RootModel,
-    StrictInt,
     StringConstraints,
 )
 
 from placement_numa.api import microversion as mv
+from placement_numa.api.schemas.inventories import JsonInt
 from placement_numa.api.schemas.resource_providers import UuidStr
 
 __all__ = [
@@ -45,7 +45,7 @@ ExternalId = Annotated[str, StringConstraints(min_length=1, max_length=255, stri
 ConsumerType = Annotated[
     str, StringConstraints(pattern=r"^[A-Z0-9_]+$", min_length=1, max_length=255, strict=True)
 ]
-Amount = Annotated[StrictInt, Field(ge=1)]
+Amount = Annotated[JsonInt, Field(ge=1)]
 Resources = Annotated[dict[ClassName, Amount], Field(min_length=1)]
 # "" names the unsuffixed group (Placement leaves keys outside its pattern unconstrained).
 Suffix = Annotated[str, StringConstraints(pattern=r"^[a-zA-Z0-9_-]{0,64}$")]
@@ -86,7 +86,7 @@ class AllocationsPutV1_8(AllocationsPutV1_0):
 
 class ProviderAllocation(_Strict):
     resources: Resources
-    generation: StrictInt | None = Field(default=None, description="ignored")
+    generation: JsonInt | None = Field(default=None, description="ignored")
 
 
 class AllocationsPutV1_12(_Strict):
@@ -102,7 +102,7 @@ class DeletableAllocations(_Strict):
 
 
 class AllocationsPutV1_28(DeletableAllocations):
-    consumer_generation: StrictInt | None
+    consumer_generation: JsonInt | None
 
 
 class AllocationsPutV1_34(AllocationsPutV1_28):

@@ -15,9 +15,12 @@ who the claim is for, as in ``PUT /allocations/{consumer_uuid}``::
 
 from __future__ import annotations
 
-from pydantic import Field, StrictInt
+from typing import Annotated
+
+from pydantic import Field
 
 from placement_numa.api.schemas.allocations import ConsumerType, ExternalId, UuidKey
+from placement_numa.api.schemas.inventories import JsonInt
 from placement_numa.api.schemas.numa_candidates import NumaCandidatesBody
 
 __all__ = ["ClaimBody", "MAX_ALTERNATES", "MAX_WINDOW"]
@@ -29,16 +32,18 @@ MAX_WINDOW = 1000
 class ClaimBody(NumaCandidatesBody):
     """``flavor`` (+ ``image``) or ``query``, options, and the consumer to claim for."""
 
-    limit: StrictInt | None = Field(
-        None, ge=1, le=MAX_WINDOW, description="ranked candidates considered per search"
+    limit: Annotated[JsonInt, Field(ge=1, le=MAX_WINDOW)] | None = Field(
+        None, description="ranked candidates considered per search"
     )
-    consumer_uuid: UuidKey = Field(description="the consumer (instance) to claim for")
-    consumer_generation: StrictInt | None = Field(
+    consumer_uuid: UuidKey = Field(
+        description="the consumer (instance) to claim for", json_schema_extra={"format": "uuid"}
+    )
+    consumer_generation: JsonInt | None = Field(
         description="the consumer's current generation; null for a new consumer"
     )
     project_id: ExternalId
     user_id: ExternalId
     consumer_type: ConsumerType | None = Field(None, description="e.g. INSTANCE, MIGRATION")
-    alternates: StrictInt = Field(
-        0, ge=0, le=MAX_ALTERNATES, description="other candidates (other hosts) to return"
+    alternates: Annotated[JsonInt, Field(ge=0, le=MAX_ALTERNATES)] = Field(
+        0, description="other candidates (other hosts) to return"
     )

@@ -37,14 +37,24 @@ __all__ = [
 ]
 
 
+# The integers JSON carries between systems without loss (I-JSON, RFC 7493 section 2.2): a
+# float holds them exactly, so ``8.0`` and ``8`` are the same number.
+JSON_SAFE_INT = 2**53 - 1
+
+
 def _integral_float_to_int(value: Any) -> Any:
-    if isinstance(value, float) and value.is_integer():
+    if isinstance(value, float) and value.is_integer() and abs(value) <= JSON_SAFE_INT:
         return int(value)
     return value
 
 
-# A JSON Schema "integer": ints and integral floats, never strings or booleans.
-JsonInt = Annotated[StrictInt, BeforeValidator(_integral_float_to_int)]
+# A JSON Schema "integer": ints and integral floats, never strings or booleans, within
+# +-(2**53 - 1) (a field's own bounds narrow it).
+JsonInt = Annotated[
+    StrictInt,
+    BeforeValidator(_integral_float_to_int),
+    Field(ge=-JSON_SAFE_INT, le=JSON_SAFE_INT),
+]
 ResourceClassName = Annotated[str, StringConstraints(pattern=r"^[A-Z0-9_]+$", strict=True)]
 
 

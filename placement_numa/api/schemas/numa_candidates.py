@@ -18,36 +18,70 @@ or the GET query's parameters as JSON (a list where the parameter may repeat)::
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, model_validator
 
+from placement_numa.api.schemas.inventories import JsonInt
+from placement_numa.domain.inventory import MAX_INT
 from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.numa.request import NumaOptions
+from placement_numa.numa.validation import MAX_VCPUS
 
 __all__ = ["FlavorBody", "NumaCandidatesBody"]
 
 SpecValue = str | StrictInt | float | StrictBool
 
 
+_Size = Annotated[JsonInt, Field(ge=0, le=MAX_INT)]
+# The parameter names query_from_json (api/candidate_query.py) takes.
+_QUERY_KEYS = (
+    "^((resources|required|member_of|in_tree)([a-zA-Z0-9_-]{1,64})?"
+    "|same_subtree|group_policy|root_required)$"
+)
+
+
 class FlavorBody(BaseModel):
-    """A Nova flavor: sizes (MiB, GiB, CPUs) and extra specs."""
+    """A Nova flavor: sizes (MiB, GiB, CPUs) and extra specs; sizes at most 2**31 - 1, as Nova's
+    flavors (``nova.db.api.MAX_INT``)."""
 
     model_config = ConfigDict(extra="forbid")
 
     name: str | None = None
-    vcpus: StrictInt = Field(ge=1, description="guest CPUs")
-    memory_mb: StrictInt = Field(ge=1, description="RAM in MiB")
-    root_gb: StrictInt = Field(0, ge=0, description="root disk in GiB")
-    ephemeral_gb: StrictInt = Field(0, ge=0, description="ephemeral disk in GiB")
-    swap: StrictInt = Field(0, ge=0, description="swap in MiB")
+    vcpus: Annotated[JsonInt, Field(ge=1, le=MAX_INT)] = Field(
+        description="guest CPUs",
+        json_schema_extra={"maximum": MAX_VCPUS},  # checked by numa.validation
+    )
+    memory_mb: Annotated[JsonInt, Field(ge=1, le=MAX_INT)] = Field(description="RAM in MiB")
+    root_gb: _Size = Field(0, description="root disk in GiB")
+    ephemeral_gb: _Size = Field(0, description="ephemeral disk in GiB")
+    swap: _Size = Field(0, description="swap in MiB")
     extra_specs: dict[str, SpecValue] = Field(default_factory=dict)
 
 
 class NumaCandidatesBody(BaseModel):
     """``flavor`` (+ ``image`` properties) or ``query`` (the GET parameters), plus options."""
 
-    model_config = ConfigDict(extra="forbid")
+    # The rule of ``_one_form``, for the OpenAPI document.
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "oneOf": [
+                {
+                    "required": ["flavor"],
+                    "properties": {"flavor": {"type": "object"}, "query": {"type": "null"}},
+                },
+                {
+                    "required": ["query"],
+                    "properties": {
+                        "query": {"type": "object"},
+                        "flavor": {"type": "null"},
+                        "image": {"type": "null"},
+                    },
+                },
+            ]
+        },
+    )
 
     flavor: FlavorBody | None = None
     image: dict[str, Any] | None = Field(
@@ -57,9 +91,19 @@ class NumaCandidatesBody(BaseModel):
         ),
     )
     query: dict[str, str | list[str]] | None = Field(
-        None, description="GET /allocation_candidates parameters as JSON (lists for repeated ones)"
+        None,
+        description="GET /allocation_candidates parameters as JSON (lists for repeated ones)",
+        json_schema_extra={  # what query_from_json takes
+            "propertyNames": {"pattern": _QUERY_KEYS},
+            "additionalProperties": {
+                "anyOf": [
+                    {"type": "string"},
+                    {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                ]
+            },
+        },
     )
-    limit: StrictInt | None = Field(None, ge=1)
+    limit: Annotated[JsonInt, Field(ge=1)] | None = None
     prefer_closest_numa_nodes: StrictBool = Field(True, description="KEP-3545 distance ranking")
     distribute_cpus_across_numa: StrictBool = Field(
         False, description="KEP-2902: widen a flavor without hw:numa_nodes over 1, 2, ... cells"

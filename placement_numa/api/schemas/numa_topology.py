@@ -9,7 +9,9 @@ cell's socket (``physical_package_id``). Extra keys are refused (400).
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import BaseModel, ConfigDict, Field
+
+from placement_numa.api.schemas.inventories import JsonInt
 
 __all__ = ["NumaDistancesBody"]
 
@@ -19,14 +21,14 @@ class NumaDistancesBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    generation: StrictInt | None = Field(
+    generation: JsonInt | None = Field(
         description="null to create; otherwise the matrix's current generation (409 if stale)"
     )
-    distances: dict[str, dict[str, StrictInt]] = Field(
+    distances: dict[str, dict[str, JsonInt]] = Field(
         description='SLIT distances keyed by NUMA cell id, e.g. {"0": {"0": 10, "1": 21}, ...}',
         examples=[{"0": {"0": 10, "1": 21}, "1": {"0": 21, "1": 10}}],
     )
-    sockets: dict[str, StrictInt] | None = Field(
+    sockets: dict[str, JsonInt] | None = Field(
         None,
         description=(
             "socket (physical_package_id) of each NUMA cell, keyed by cell id, e.g."

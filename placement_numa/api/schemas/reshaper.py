@@ -81,6 +81,33 @@ class ReshapePlanRequest(_Strict):
     * ``policy``: ``pack`` (default: fill low-numbered cells first) or ``spread``.
     """
 
+    # The host and topology rules of the plan service, for the OpenAPI document.
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "allOf": [
+                {
+                    "anyOf": [
+                        {"required": ["host"], "properties": {"host": {"type": "string"}}},
+                        {
+                            "required": ["root_provider_uuid"],
+                            "properties": {"root_provider_uuid": {"type": "string"}},
+                        },
+                    ]
+                },
+                {
+                    "anyOf": [
+                        {
+                            "required": ["direction"],
+                            "properties": {"direction": {"const": "to_flat"}},
+                        },
+                        {"required": ["topology"], "properties": {"topology": {"type": "object"}}},
+                    ]
+                },
+            ]
+        },
+    )
+
     host: str | None = None
     root_provider_uuid: str | None = None
     direction: Literal["to_numa", "to_flat"] = "to_numa"

@@ -37,11 +37,19 @@ def _check_uuid(value: str) -> str:
     return value
 
 
-UuidStr = Annotated[str, AfterValidator(_check_uuid)]
+UuidStr = Annotated[str, AfterValidator(_check_uuid), Field(json_schema_extra={"format": "uuid"})]
 """A string that reads as a uuid (dashed or not), as Placement's ``format: uuid``."""
 
 _STRICT = ConfigDict(extra="forbid", strict=True)
-_Name = Annotated[str, Field(max_length=200, description="Provider name, unique, <= 200 chars.")]
+# An empty name is refused by the service (services.providers), with Placement's message.
+_Name = Annotated[
+    str,
+    Field(
+        max_length=200,
+        description="Provider name, unique, 1-200 chars.",
+        json_schema_extra={"minLength": 1},
+    ),
+]
 
 
 class CreateProviderV1_0(BaseModel):
