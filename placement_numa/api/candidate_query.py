@@ -344,8 +344,8 @@ def query_from_json(params: Mapping[str, str | list[str]]) -> CandidateQuery:
     groups' order). ``limit`` belongs to the body, not here.
 
     Raises ``BadRequest`` (400) for a parameter name that is not a group's or one of
-    ``group_policy``, ``root_required``, ``same_subtree``, for an empty list of values, and what ``parse_candidate_query``
-    raises.
+    ``group_policy``, ``root_required``, ``same_subtree``, for an empty list of values, and
+    what ``parse_candidate_query`` raises.
     """
     pairs: list[tuple[str, str]] = []
     grouped: dict[str, list[tuple[str, str]]] = {}
