@@ -90,11 +90,14 @@ KNOWN: tuple[Known, ...] = (
         "ST202",
         "*",
         r"capacity_too_large|Real suffixes should be specified|numa_distances\.invalid"
+        r"|There must be at least one resources|Resourceless suffixed group"
         r"|max_unit|min_unit|step_size|reserved",
         "Rules between values: an inventory's capacity ((total - reserved) * allocation_ratio"
         " <= 2**53) and its unit rules, same_subtree naming suffixes that the query's groups"
-        " use, a distance matrix over the NUMA cells of the provider's tree. JSON Schema"
-        " compares no two values.",
+        " use (and a suffixed group without resources in same_subtree), a distance matrix"
+        " over the NUMA cells of the provider's tree, a JSON query with"
+        " at least one resources or resources<suffix> parameter (JSON Schema could only say"
+        " it as not/propertyNames/not, which generators and generated clients cannot use).",
     ),
     Known(
         "*",

@@ -34,11 +34,21 @@ _NAME = "[A-Z0-9_]+"
 # named trait or resource class exists, and the rules between parameters, are not forms (see
 # doc/source/api/openapi.rst).
 UUID_VALUE: dict[str, Any] = {"type": "string", "format": "uuid"}
-MEMBER_OF = {"type": "string", "pattern": f"^(!?{_UUID}|!?in:{_UUID}(,{_UUID})*)$"}
-RESOURCES = {"type": "string", "pattern": f"^{_NAME}:0*[1-9][0-9]*(,{_NAME}:0*[1-9][0-9]*)*$"}
-TRAITS = {"type": "string", "pattern": f"^(in:{_NAME}(,{_NAME})*|!?{_NAME}(,!?{_NAME})*)$"}
-SUFFIXES = {"type": "string", "pattern": "^[a-zA-Z0-9_-]{1,64}(,[a-zA-Z0-9_-]{1,64})*$"}
-EXTERNAL_ID = {"type": "string", "minLength": 1, "maxLength": 255}
+MEMBER_OF: dict[str, Any] = {"type": "string", "pattern": f"^(!?{_UUID}|!?in:{_UUID}(,{_UUID})*)$"}
+RESOURCES: dict[str, Any] = {
+    "type": "string",
+    "pattern": f"^{_NAME}:0*[1-9][0-9]*(,{_NAME}:0*[1-9][0-9]*)*$",
+}
+TRAITS: dict[str, Any] = {
+    "type": "string",
+    "pattern": f"^(in:{_NAME}(,{_NAME})*|!?{_NAME}(,!?{_NAME})*)$",
+}
+SUFFIXES: dict[str, Any] = {
+    "type": "string",
+    "pattern": "^[a-zA-Z0-9_-]{1,64}(,[a-zA-Z0-9_-]{1,64})*$",
+}
+GROUP_POLICY: dict[str, Any] = {"type": "string", "enum": ["none", "isolate"]}
+EXTERNAL_ID: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 255}
 
 
 def _param(
@@ -136,7 +146,7 @@ QUERY_PARAMETERS: dict[str, list[dict[str, Any]]] = {
         _param(
             "group_policy",
             "``none`` or ``isolate`` (1.25; required with more than one suffixed group).",
-            value={"type": "string", "enum": ["none", "isolate"]},
+            value=GROUP_POLICY,
             since=mv.GRANULAR_GROUPS,
         ),
         _param(

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
+from placement_numa.api.openapi_doc import MEMBER_OF, TRAITS, UUID_VALUE
 from placement_numa.api.schemas.numa_candidates import FlavorBody
 from placement_numa.services.capacity import DEFAULT_CAP, MAX_CAP, MAX_FLAVORS
 
@@ -49,14 +50,21 @@ class CapacityBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     flavors: list[CapacityFlavor] = Field(min_length=1, max_length=MAX_FLAVORS)
-    in_tree: str | None = Field(None, description="a provider uuid: only the host of its tree")
+    in_tree: str | None = Field(
+        None,
+        description="a provider uuid: only the host of its tree",
+        json_schema_extra={"anyOf": [UUID_VALUE, {"type": "null"}]},
+    )
     member_of: list[str] = Field(
         default_factory=list,
         max_length=64,
         description="as GET's member_of (each 'in:a,b' or one uuid): the compute node's aggregates",
+        json_schema_extra={"items": MEMBER_OF},
     )
     required: str | None = Field(
-        None, description="as GET's required ('A,!B'): traits of the compute node"
+        None,
+        description="as GET's required ('A,!B'): traits of the compute node",
+        json_schema_extra={"anyOf": [TRAITS, {"type": "null"}]},
     )
     max_per_host: StrictInt = Field(
         DEFAULT_CAP, ge=0, le=MAX_CAP, description="the most instances counted per host"

@@ -22,6 +22,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, model_validator
 
+from placement_numa.api.openapi_doc import (
+    GROUP_POLICY,
+    MEMBER_OF,
+    RESOURCES,
+    SUFFIXES,
+    TRAITS,
+    UUID_VALUE,
+)
 from placement_numa.api.schemas.inventories import JsonInt
 from placement_numa.domain.inventory import MAX_INT
 from placement_numa.numa.flavor import Flavor, ImageProperties
@@ -34,11 +42,29 @@ SpecValue = str | StrictInt | float | StrictBool
 
 
 _Size = Annotated[JsonInt, Field(ge=0, le=MAX_INT)]
-# The parameter names query_from_json (api/candidate_query.py) takes.
-_QUERY_KEYS = (
-    "^((resources|required|member_of|in_tree)([a-zA-Z0-9_-]{1,64})?"
-    "|same_subtree|group_policy|root_required)$"
-)
+
+
+def _one_or_more(value: dict[str, Any]) -> dict[str, Any]:
+    return {"anyOf": [value, {"type": "array", "items": value, "minItems": 1}]}
+
+
+# What query_from_json (api/candidate_query.py) takes: GET's parameters, the value forms of
+# GET's (api/openapi_doc.py), a list where the parameter may repeat.
+_SUFFIX = "([a-zA-Z0-9_-]{1,64})?$"
+_QUERY_SCHEMA: dict[str, Any] = {
+    "properties": {
+        "group_policy": GROUP_POLICY,
+        "root_required": TRAITS,
+        "same_subtree": _one_or_more(SUFFIXES),
+    },
+    "patternProperties": {
+        f"^resources{_SUFFIX}": RESOURCES,
+        f"^required{_SUFFIX}": _one_or_more(TRAITS),
+        f"^member_of{_SUFFIX}": _one_or_more(MEMBER_OF),
+        f"^in_tree{_SUFFIX}": UUID_VALUE,
+    },
+    "additionalProperties": False,
+}
 
 
 class FlavorBody(BaseModel):
@@ -93,15 +119,7 @@ class NumaCandidatesBody(BaseModel):
     query: dict[str, str | list[str]] | None = Field(
         None,
         description="GET /allocation_candidates parameters as JSON (lists for repeated ones)",
-        json_schema_extra={  # what query_from_json takes
-            "propertyNames": {"pattern": _QUERY_KEYS},
-            "additionalProperties": {
-                "anyOf": [
-                    {"type": "string"},
-                    {"type": "array", "items": {"type": "string"}, "minItems": 1},
-                ]
-            },
-        },
+        json_schema_extra=_QUERY_SCHEMA,
     )
     limit: Annotated[JsonInt, Field(ge=1)] | None = None
     prefer_closest_numa_nodes: StrictBool = Field(True, description="KEP-3545 distance ranking")
