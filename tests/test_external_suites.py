@@ -3,19 +3,22 @@
 
 openstacksdk ships its functional tests (``openstack/tests/functional/placement/v1``: resource
 providers and their aggregates, inventories, traits, allocations, usages, candidates: 8
-tests). They run with pytest in a virtualenv of their own (``.sdk-venv`` at the repository
-root, or ``PLACEMENT_NUMA_SDK_VENV``; ``.ci/run`` makes it with
-``pip install openstacksdk fixtures oslotest pytest``), against one Keystone
+tests), osc-placement-tree its own (``openstack resource provider tree ...``: 9 tests). They run
+with pytest in a virtualenv of their own (``.sdk-venv`` at the repository root, or
+``PLACEMENT_NUMA_SDK_VENV``; ``.ci/run`` makes it with ``pip install openstacksdk fixtures
+oslotest pytest python-openstackclient osc-placement osc-placement-tree graphviz`` and installs
+Graphviz's ``dot``), against one Keystone
 (``tests/keystone_service.py``) and one ``placement-numa serve --config-file`` on SQLite
 (``tests/placement.conf``), through a ``clouds.yaml`` naming the clouds those tests use
-(``devstack-admin`` is Keystone's bootstrap admin). Without that virtualenv the test skips;
-without Keystone's it skips locally and fails under ``CI=true``.
+(``devstack-admin`` is Keystone's bootstrap admin). Without that virtualenv (or ``dot``) a
+test skips; without Keystone's it skips locally and fails under ``CI=true``.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import uuid
@@ -173,3 +176,41 @@ def test_openstacksdk_placement_functional_suite(
     served = [line for line in log.read_text().splitlines() if "placement_numa.access" in line]
     assert done.returncode == 0, done.stdout[-6000:] + "\n".join(served[-40:])
     assert "8 passed" in summary, summary
+
+
+def test_osc_placement_tree_functional_suite(
+    sdk_python: Path, placement: tuple[Keystone, Path], tmp_path: Path
+) -> None:
+    """osc-placement-tree's functional tests (9: ``openstack resource provider tree ...`` with
+    Keystone's admin) through the ``openstack`` client of the same virtualenv; they render
+    each tree with Graphviz's ``dot``."""
+    keystone, log = placement
+    probe = "import osc_placement_tree.tests.functional as suite; print(suite.__path__[0])"
+    found = subprocess.run([str(sdk_python), "-c", probe], capture_output=True, text=True)
+    if found.returncode != 0 or shutil.which("dot") is None:
+        pytest.skip("osc-placement-tree or Graphviz's dot is not installed")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OS_", "OPENSTACKSDK_"))}
+    env.update(
+        PATH=f"{sdk_python.parent}:{env.get('PATH', '')}",
+        OS_AUTH_URL=keystone.url + "/v3",
+        OS_AUTH_TYPE="password",
+        OS_USERNAME="admin",
+        OS_PASSWORD=PASSWORD,
+        OS_PROJECT_NAME="admin",
+        OS_USER_DOMAIN_NAME="Default",
+        OS_PROJECT_DOMAIN_NAME="Default",
+        OS_REGION_NAME="RegionOne",
+        OS_IDENTITY_API_VERSION="3",
+    )
+    done = subprocess.run(
+        [str(sdk_python), "-m", "pytest", "-q", "-p", "no:cacheprovider", found.stdout.strip()],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=900,
+    )
+    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr
+    served = [line for line in log.read_text().splitlines() if "placement_numa.access" in line]
+    assert done.returncode == 0, done.stdout[-6000:] + "\n".join(served[-40:])
+    assert "9 passed" in summary, summary
