@@ -494,3 +494,29 @@ class StatusTest(NumaPlacementBase):
         for value in (True, False):
             self.flags(enable_numa_reporting_to_placement=value, group="compute")
             self.assertEqual(upgradecheck.Code.SUCCESS, check().code)
+
+
+class LiveMigrateTest(base.LibvirtMigrationMixin, NumaPlacementBase):
+    """Live migration of a pinned two-cell guest between two NUMA-reporting hosts: the
+    scheduler's POST picks the destination cells, the live-migration claim keeps them."""
+
+    microversion = "latest"
+    ADMIN_API = True
+
+    def test_live_migrate(self) -> None:
+        self.flags(cpu_dedicated_set="0-2,4-6", cpu_shared_set="3,7", group="compute")
+        self.start_numa_compute("compute1", cells=2, cores=4)
+        flavor = self._create_flavor(
+            vcpu=4,
+            memory_mb=1024,
+            extra_spec={"hw:cpu_policy": "dedicated", "hw:numa_nodes": "2"},
+        )
+        self.server = self._create_server(flavor_id=flavor, networks="none")
+        self.start_numa_compute("compute2", cells=2, cores=4)
+        self.src, self.dest = self.computes["compute1"], self.computes["compute2"]
+        self.assertCellsAligned()
+        server = self._live_migrate(self.server)
+        self.assertTrue(self.migrate_stub_ran)
+        self.assertEqual("compute2", objects.Instance.get_by_uuid(self.ctxt, server["id"]).host)
+        self.assertEqual({0, 1}, self.server_cells(server["id"]))
+        self.assertCellsAligned()
