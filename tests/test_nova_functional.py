@@ -23,6 +23,7 @@ Locally the tests skip without that virtualenv; under ``CI=true`` they fail.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -90,8 +91,26 @@ def test_nova_own_test(nova: str, tmp_path: Path) -> None:
     )
 
 
-def test_scenarios(nova: str, tmp_path: Path) -> None:
-    run_nova_tests(nova, tmp_path, "scenarios")
+SCENARIOS = [
+    "TreeTest",
+    "BootTest",
+    "MoveTest",
+    "LiveMigrateTest",
+    "ReshapeTest",
+    "StatusTest",
+    "NoValidHostPatchedTest",
+]
+
+
+@pytest.mark.parametrize("case", SCENARIOS)
+def test_scenarios(nova: str, tmp_path: Path, case: str) -> None:
+    run_nova_tests(nova, tmp_path, f"scenarios.{case}")
+
+
+def test_every_scenario_listed() -> None:
+    source = (ROOT / "tests" / "nova_functional" / "scenarios.py").read_text()
+    classes = set(re.findall(r"^class (\w+Test)\(", source, re.M)) - {"NoValidHostStockTest"}
+    assert classes == set(SCENARIOS)
 
 
 def test_no_valid_host_stock_side(nova: str, tmp_path: Path) -> None:
