@@ -43,6 +43,8 @@ ADMIN_OR_PROJECT_READER_OR_SERVICE = "rule:admin_or_project_reader_or_service_ap
 
 _PROJECT = ["project"]
 METRICS = "placement:metrics"  # /metrics (api/observability.py); not an API route
+# what placement:metrics guards: /metrics, then the fleet pages (api/routers/fleet_page.py)
+_METRICS_PATHS = ("/metrics", "/numa/fleet", "/numa/fleet/hosts/{uuid}")
 
 # Placement names its deprecated base check "rule:admin_api" (a name no policy file uses), so a
 # file can only override the new names; kept as is for the same behaviour.
@@ -370,19 +372,22 @@ def list_rules() -> list[policy.RuleDefault]:
         check_str="rule:admin_api",
         description=(
             "Read the Prometheus metrics (extension): request and search latencies, pool use,"
-            " the fleet's free capacity per NUMA cell. [metrics] token is an alternative for"
-            " scrapers."
+            " the fleet's free capacity per NUMA cell; the fleet pages (/numa/fleet). [metrics]"
+            " token is an alternative for scrapers (of /metrics only)."
         ),
-        operations=[{"method": "GET", "path": "/metrics"}],
+        operations=[{"method": "GET", "path": path} for path in _METRICS_PATHS],
         scope_types=["project", "system"],
     )
     return [*copy.deepcopy(_BASE_RULES), *documented, metrics]
 
 
 def route_rules() -> dict[tuple[str, str], str]:
-    """``{(method, path template): rule name}`` for every API operation a rule documents."""
-    return {
+    """``{(method, path template): rule name}`` for every API operation a rule documents (the
+    fleet pages under ``placement:metrics``; ``/metrics`` itself is answered by middleware)."""
+    found = {
         (method, path): name
         for name, _check, _description, operations in _API_RULES
         for method, path in operations
     }
+    found.update({("GET", path): METRICS for path in _METRICS_PATHS[1:]})
+    return found

@@ -72,6 +72,8 @@ def _allowed(rule: str, defaults: str, identity: str, path: str) -> bool:
     if rule == "placement:usages":
         # the query asks for PROJECT: its reader (and member, who is a reader) may read it
         return identity in ADMIN_OR_SERVICE | {"reader", "member"}
+    if rule == "placement:metrics":  # the fleet pages: /metrics' rule, admin of any scope
+        return identity in {"project-admin", "system-admin"}
     return identity in ADMIN_OR_SERVICE
 
 

@@ -10,6 +10,7 @@ from placement_numa.api.routers import (
     allocations,
     capacity,
     claims,
+    fleet_page,
     inventories,
     numa_candidates,
     numa_topology,
@@ -40,4 +41,5 @@ ROUTERS: tuple[APIRouter, ...] = (
     numa_candidates.router,
     numa_topology.router,
     reshaper.router,
+    fleet_page.router,
 )
