@@ -1,3 +1,4 @@
+# ruff: noqa: F811 (``metrics_app`` is a fixture imported from test_capacity_metrics)
 """The fleet page ``GET /numa/fleet`` and a host's page ``GET /numa/fleet/hosts/{uuid}``
 (issue 31, "the fleet in a browser") over HTTP on the real app and a real database, with a
 flavor catalogue (``[metrics] flavors_file``) on ``test_capacity_api``'s fleet plus a host
@@ -7,7 +8,6 @@ error format, and the policy of ``/metrics`` (admin by default)."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 
@@ -16,40 +16,21 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from placement_numa.cli.demo import HostShape, _cells, load_host
-from placement_numa.settings import Settings
-from tests.backends import TestDatabase, reset_rows
+from tests.backends import reset_rows
 from tests.conftest import PlacementAPI
 from tests.test_capacity_api import V, _send, build_fleet
-from tests.test_capacity_metrics import CATALOGUE
+
+# the app with the catalogue of test_capacity_metrics as [metrics] flavors_file
+from tests.test_capacity_metrics import metrics_app  # noqa: F401
 
 EVIL = "<b>evil</b>&\"'"
 
 
 @pytest.fixture(scope="module")
-def page_app(
-    test_database: TestDatabase, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[FastAPI]:
-    from placement_numa.app import create_app
-
-    path = tmp_path_factory.mktemp("catalogue") / "flavors.json"
-    path.write_text(json.dumps(CATALOGUE))
-    application = create_app(
-        Settings(
-            database_url=test_database.url,
-            auto_migrate=False,
-            auth_strategy="noauth2",
-            metrics_flavors_file=path,
-        )
-    )
-    yield application
-    application.state.database.dispose()
-
-
-@pytest.fixture(scope="module")
-def papi(page_app: FastAPI) -> Iterator[PlacementAPI]:
-    with page_app.state.database.write() as conn:
+def papi(metrics_app: FastAPI) -> Iterator[PlacementAPI]:
+    with metrics_app.state.database.write() as conn:
         reset_rows(conn)
-    with TestClient(page_app, raise_server_exceptions=False) as client:
+    with TestClient(metrics_app, raise_server_exceptions=False) as client:
         api = PlacementAPI(client)
         build_fleet(api)
         load_host(_send(api), HostShape(EVIL, _cells(1, 2, 2, {4: 4096}), None))
