@@ -235,3 +235,9 @@ def test_capacity_answers_stranded_capacity(dapi: PlacementAPI) -> None:
     assert lost["free"]["PCPU"] == pcpu_free + 0  # cap-e has no PCPU
     assert lost["stranded"]["PCPU"] == pcpu_free - 16
     assert lost["fragmentation"]["PCPU"] == round((pcpu_free - 16) / pcpu_free, 6)
+    # where: every cell of the hosts without 1 GiB pages, none of cap-b's
+    places = lost["places"]
+    assert {p["host"] for p in places if p["cell"] is not None} == {"cap-a", "cap-c", "cap-d"}
+    assert sum(p["stranded"].get("PCPU", 0) for p in places) == pcpu_free - 16
+    cap_c = sorted(p["cell"] for p in places if p["host"] == "cap-c" and p["cell"] is not None)
+    assert cap_c == [0, 1, 2, 3]

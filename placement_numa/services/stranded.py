@@ -17,7 +17,7 @@ Free is ``capacity - used`` (units of the class: CPUs, MiB, GiB).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from placement_numa.domain.numa_tree import HW_NUMA_ROOT
 from placement_numa.engine import FleetSnapshot
@@ -31,10 +31,14 @@ CLASSES = ("PCPU", "VCPU", "MEMORY_MB", "DISK_GB")
 @dataclass(frozen=True)
 class Stranded:
     """Per resource class: ``free`` over the hosts, the ``stranded`` part of it, and
-    ``fragmentation`` (stranded / free; 0.0 when nothing is free)."""
+    ``fragmentation`` (stranded / free; 0.0 when nothing is free); ``places``: the stranded
+    amounts per host and cell (``(root, cell)`` provider indices; ``cell`` is the root for
+    what sits outside any cell), only where something is stranded."""
 
     free: dict[str, int]
     stranded: dict[str, int]
+    # (root index, cell index or the root's when outside any cell) -> stranded per class
+    places: dict[tuple[int, int], dict[str, int]] = field(default_factory=dict)
 
     @property
     def fragmentation(self) -> dict[str, float]:
@@ -68,6 +72,7 @@ def stranded(
         usable |= flavor.usable
     free = dict.fromkeys(CLASSES, 0)
     lost = dict.fromkeys(CLASSES, 0)
+    places: dict[tuple[int, int], dict[str, int]] = {}
     providers = fleet.providers
     for root in roots:
         for i in fleet.tree.get(root, ()):
@@ -81,4 +86,7 @@ def stranded(
                 owner = _owner(fleet, i) if owner is None else owner
                 if owner not in usable:
                     lost[rc] += amount
-    return Stranded(free, lost)
+                    if amount:
+                        place = places.setdefault((root, owner), {})
+                        place[rc] = place.get(rc, 0) + amount
+    return Stranded(free, lost, places)

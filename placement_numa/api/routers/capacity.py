@@ -16,7 +16,12 @@ flavor of the request can use (on cells, or hosts, where none of them has a cand
 the ratio of the two (``services/stranded.py``)::
 
     "stranded": {"free": {"PCPU": 812, ...}, "stranded": {"PCPU": 96, ...},
-                 "fragmentation": {"PCPU": 0.118227, ...}}
+                 "fragmentation": {"PCPU": 0.118227, ...},
+                 "places": [{"host": "cn7", "uuid": "...", "cell": 1, "cell_provider": "...",
+                             "stranded": {"PCPU": 6, "MEMORY_MB": 2048}}, ...]}
+
+``places`` (omitted with ``"hosts": false``) lists each host and cell where something is
+stranded, most stranded CPUs first (``cell`` null: outside the cells).
 
 ``hosts`` lists every host in scope, most room first (omitted with ``"hosts": false``);
 ``limited_by`` says what stops the host from taking one more: per resource class and host
@@ -42,11 +47,13 @@ from placement_numa.api.query import parse_in_tree, parse_member_of, parse_requi
 from placement_numa.api.responses import PlacementJSONResponse, json_response
 from placement_numa.api.schemas.capacity import CapacityBody
 from placement_numa.domain.filters import RequiredTraits
+from placement_numa.engine import FleetSnapshot
+from placement_numa.numa.engine_rank import CellIndex
 from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.numa.request import NumaOptions
 from placement_numa.services import capacity as service
 from placement_numa.services.capacity_limits import Shortfall
-from placement_numa.services.stranded import stranded
+from placement_numa.services.stranded import Stranded, stranded
 
 __all__ = ["router"]
 
@@ -109,9 +116,10 @@ def post_capacity(
     scope = _scope(data, version)
     asks = _asks(request, data)
     fleet = engine.snapshot()
+    index = index_cache.get(database, fleet.revision)
     answers = service.fleet_capacity(
         engine=engine,
-        index=index_cache.get(database, fleet.revision),
+        index=index,
         flavors=asks,
         options=NumaOptions(
             prefer_closest=data.prefer_closest_numa_nodes,
@@ -129,4 +137,30 @@ def post_capacity(
         if data.hosts:
             item["hosts"] = [_host(h) for h in answer.hosts]
         rendered.append(item)
-    return json_response({"capacity": rendered, "stranded": lost.as_json()}, version, cache=False)
+    summary = lost.as_json()
+    if data.hosts:
+        summary["places"] = _places(fleet, index, lost)
+    return json_response({"capacity": rendered, "stranded": summary}, version, cache=False)
+
+
+def _places(fleet: FleetSnapshot, index: CellIndex, lost: Stranded) -> list[dict[str, Any]]:
+    """Where capacity is stranded: per host and cell (``cell`` null: outside the cells), most
+    stranded CPUs first."""
+    ordered = sorted(
+        lost.places.items(),
+        key=lambda item: (-item[1].get("PCPU", 0) - item[1].get("VCPU", 0), item[0]),
+    )
+    found = []
+    for (root, owner), amounts in ordered:
+        uuid = fleet.uuids[root]
+        inside = owner != root
+        found.append(
+            {
+                "host": index.host_names.get(uuid, uuid),
+                "uuid": uuid,
+                "cell": index.cell_ids.get(fleet.uuids[owner]) if inside else None,
+                "cell_provider": fleet.uuids[owner] if inside else None,
+                "stranded": amounts,
+            }
+        )
+    return found
