@@ -13,7 +13,8 @@ CPU classes a query counts, ``HostView`` holds per root (compute node):
 
 It is built once per full snapshot and CPU classes (O(hosts)), then derived for every snapshot
 patched from it by recomputing only the trees the refresh replaced
-(``FleetSnapshot.replaced_roots``), so a request after a write pays for the trees that changed
+(``FleetSnapshot.replaced_roots``): their entries sit beside the shared ones (folded in every
+``MAX_CHANGED`` replaced trees), so a request after a write pays for the trees that changed
 (issue 30). Views are kept on the snapshot's lineage (``FleetSnapshot.derived``, shared by
 snapshots patched from one full build), a few revisions per CPU classes.
 """
@@ -38,6 +39,8 @@ __all__ = ["HostView", "HostEntry", "host_view"]
 HW_NUMA_ROOT = os_traits.HW_NUMA_ROOT
 # views kept per CPU classes (the newest revisions)
 KEPT_REVISIONS = 4
+# entries of replaced trees a derived view keeps beside the shared ones before folding them in
+MAX_CHANGED = 4096
 _LOCK = threading.Lock()
 
 # (cell provider index -> cell id, the host's cells, host class number)
@@ -73,28 +76,41 @@ class HostView:
         self.tables = tables
         size = len(fleet.providers)
         self.bound_classes: Any = numpy.full(size, -1, dtype=numpy.int64)
+        # every host's entry (built once, then shared read-only by the derived views) and the
+        # entries of the trees replaced since (``None``: not a host any more)
+        self.hosts: dict[int, HostEntry] = {}
+        self.changed: dict[int, HostEntry | None] = {}
         if base is None:
-            self.hosts: dict[int, HostEntry] = {}
             for root in fleet.roots:
-                self._add(fleet, root)
+                self._add(fleet, root, self.hosts)
             return
-        self.hosts = dict(base.hosts)
+        self.hosts = base.hosts
+        self.changed = dict(base.changed)
         self.bound_classes[: len(base.bound_classes)] = base.bound_classes[:size]
         for root in fleet.replaced_roots:
-            self.hosts.pop(root, None)
+            self.changed[root] = None
             self.bound_classes[root] = -1
             if root in fleet.tree and fleet.providers[root].parent < 0:
-                self._add(fleet, root)
+                self._add(fleet, root, self.changed)
+        if len(self.changed) > MAX_CHANGED:  # fold them in: O(hosts), once per MAX_CHANGED
+            merged = dict(self.hosts)
+            for root, entry in self.changed.items():
+                if entry is None:
+                    merged.pop(root, None)
+                else:
+                    merged[root] = entry
+            self.hosts, self.changed = merged, {}
 
     def host(self, fleet: FleetSnapshot, root: int) -> HostEntry:
         """The ``HostEntry`` of ``root`` (computed now for a root the view does not hold)."""
-        found = self.hosts.get(root)
+        changed = self.changed
+        found = changed[root] if root in changed else self.hosts.get(root)
         if found is None:
             found = self._entry(fleet, root)
         return found
 
-    def _add(self, fleet: FleetSnapshot, root: int) -> None:
-        entry = self.hosts[root] = self._entry(fleet, root)
+    def _add(self, fleet: FleetSnapshot, root: int, into: dict[int, Any]) -> None:
+        entry = into[root] = self._entry(fleet, root)
         ids, _, number = entry
         key = (tuple(ids.values()), number)
         classes = self.tables.bound_classes
