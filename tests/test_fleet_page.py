@@ -59,7 +59,7 @@ def test_fleet_page_shows_cells_flavors_and_stranded(papi: PlacementAPI) -> None
     for flavor in ("m1.numa", "m1.pinned"):
         assert flavor in html
     assert 'id="stranded"' in html and "<svg" in html
-    assert "2048 KiB pages" in html and "1048576 KiB pages" in html
+    assert "</span> 2M" in html and "</span> 1G" in html  # page sizes of cap-a, cap-b
     assert "CUSTOM_PCI_8086_1572" in html
     capacity = papi.post(
         "/allocation_candidates/capacity",

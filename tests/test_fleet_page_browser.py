@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import tempfile
+import uuid
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.servers import running, service_env
@@ -26,6 +28,19 @@ CATALOGUE = [
     {"name": "m1.two-cell", "vcpus": 8, "ram": 8192, "disk": 10,
      "extra_specs": {"hw:numa_nodes": "2"}},
 ]  # fmt: skip
+
+
+def _claim(base_url: str) -> tuple[str, str]:
+    """Claim one m1.pinned through the API: (consumer uuid, host name)."""
+    consumer = str(uuid.uuid4())
+    flavor = {**CATALOGUE[0], "memory_mb": 4096, "root_gb": 10}
+    del flavor["ram"], flavor["disk"], flavor["name"]
+    body = {"flavor": flavor, "consumer_uuid": consumer, "consumer_generation": None,
+            "project_id": "p", "user_id": "u"}  # fmt: skip
+    headers = {"x-auth-token": "admin", "openstack-api-version": "placement 1.39"}
+    r = httpx.post(base_url + "/allocation_candidates/claim", json=body, headers=headers)
+    assert r.status_code == 200, r.text
+    return consumer, str(r.json()["allocation_request"]["numa"]["host"])
 
 
 def test_first_view_then_click_through_to_a_host(tmp_path: Path) -> None:
@@ -62,6 +77,8 @@ def test_first_view_then_click_through_to_a_host(tmp_path: Path) -> None:
                 return "Fleet: 10 hosts" in b.find_element(By.TAG_NAME, "h1").text
 
             WebDriverWait(browser, 60, poll_frequency=1).until(loaded)
+            consumer, host = _claim(service.base_url)
+            browser.get(service.base_url + "/numa/fleet")
             flavors_shown = browser.find_elements(By.CSS_SELECTOR, "#flavors td")
             assert "m1.pinned" in [td.text for td in flavors_shown]
             assert browser.find_elements(By.CSS_SELECTOR, "#stranded tr")
@@ -69,17 +86,15 @@ def test_first_view_then_click_through_to_a_host(tmp_path: Path) -> None:
             assert not browser.find_elements(By.CSS_SELECTOR, "script")
             browser.find_element(By.LINK_TEXT, "Free PCPU").click()
             WebDriverWait(browser, 30).until(lambda b: "sort=free_pcpu" in b.current_url)
-            first = browser.find_element(By.CSS_SELECTOR, "a.host")
-            name = first.text
             browser.save_screenshot(str(tmp_path / "fleet.png"))
-            first.click()
-            WebDriverWait(browser, 30).until(
-                lambda b: b.find_elements(By.CSS_SELECTOR, "h1#host")
-            )
-            assert browser.find_element(By.CSS_SELECTOR, "h1#host").text == name
+            browser.find_element(By.LINK_TEXT, host).click()
+            WebDriverWait(browser, 30).until(lambda b: b.find_elements(By.CSS_SELECTOR, "h1#host"))
+            assert browser.find_element(By.CSS_SELECTOR, "h1#host").text == host
             assert "/numa/fleet/hosts/" in browser.current_url
-            assert "cell 0" in browser.page_source
-            assert browser.find_elements(By.CSS_SELECTOR, "#guests, p.muted")
+            assert len(browser.find_elements(By.CSS_SELECTOR, "table.cells tr")) >= 3
+            guests = browser.find_elements(By.CSS_SELECTOR, "#guests tr.guest")
+            assert [g.find_element(By.TAG_NAME, "td").text for g in guests] == [consumer]
+            assert "4 PCPU" in guests[0].text
             resources = browser.execute_script(
                 "return performance.getEntriesByType('resource').map(e => e.name)"
             )

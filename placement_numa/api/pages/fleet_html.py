@@ -75,20 +75,40 @@ def _groups(page: FleetPage, groups: list[GroupRow]) -> str:
     )
 
 
+def _page(size_kb: int) -> str:
+    """A page size in KiB as 4K, 2M, 1G."""
+    for unit, kib in (("G", 1024 * 1024), ("M", 1024)):
+        if size_kb >= kib and size_kb % kib == 0:
+            return f"{size_kb // kib}{unit}"
+    return f"{size_kb}K"
+
+
 def cell_rows(cells: tuple[CellRow, ...]) -> str:
-    """A small table: one row per cell with PCPU, VCPU, memory per page size and devices."""
+    """A small table, one row per cell: PCPU, VCPU, memory per page size (MiB), devices."""
     rows = []
     for c in cells:
-        parts = [amount_cell(a.used, a.capacity) + f" {rc}" for rc, a in sorted(c.cpus.items())]
-        parts += [
-            amount_cell(a.used, a.capacity, " MiB") + f" {size} KiB pages"
-            for size, a in sorted(c.memory.items())
+        cpus = [
+            f"<td>{amount_cell(a.used, a.capacity) if a else ''}</td>"
+            for a in (c.cpus.get("PCPU"), c.cpus.get("VCPU"))
         ]
-        parts += [amount_cell(a.used, a.capacity) + f" {esc(rc)}" for rc, a in c.devices.items()]
+        memory = "<br>".join(
+            f"{amount_cell(a.used, a.capacity)} {_page(size)}"
+            for size, a in sorted(c.memory.items())
+        )
+        devices = "<br>".join(
+            f"{amount_cell(a.used, a.capacity)} {esc(rc)}" for rc, a in sorted(c.devices.items())
+        )
         mark = ' <span class="tag">stranded</span>' if c.stranded else ""
         css = ' class="stranded"' if c.stranded else ""
-        rows.append(f"<tr{css}><td>cell {c.cell}{mark}</td><td>{'<br>'.join(parts)}</td></tr>")
-    return f'<table class="cells">{"".join(rows)}</table>' if rows else ""
+        rows.append(
+            f"<tr{css}><td>{c.cell}{mark}</td>{''.join(cpus)}<td>{memory}</td><td>{devices}</td></tr>"
+        )
+    if not rows:
+        return ""
+    return (
+        '<table class="cells"><tr class="muted"><td>cell</td><td>PCPU</td><td>VCPU</td>'
+        f"<td>memory MiB per page size</td><td>devices</td></tr>{''.join(rows)}</table>"
+    )
 
 
 def _host(page: FleetPage, h: HostRow) -> str:

@@ -10,17 +10,17 @@ from urllib.parse import quote, urlencode
 
 __all__ = ["esc", "bar", "document", "link", "amount_cell", "mib"]
 
-BAR_WIDTH = 90  # px
+BAR_WIDTH = 60  # px
 _CSS = """
 body{font:13px/1.35 system-ui,sans-serif;margin:12px 18px;color:#222}
 h1{font-size:20px;margin:4px 0 8px}h2{font-size:16px;margin:14px 0 6px}
 table{border-collapse:collapse;margin:4px 0 10px}
 th,td{border-bottom:1px solid #ddd;padding:3px 6px;text-align:left;vertical-align:top}
 th a{color:#035;text-decoration:none}th a.on{font-weight:bold;text-decoration:underline}
-td.n,th.n{text-align:right}.cells td{border:0;padding:1px 4px}
+td.n,th.n{text-align:right}.cells td{border:0;padding:1px 4px;white-space:nowrap}
 .stranded{background:#ffe2c6}.tag{background:#c4421a;color:#fff;border-radius:3px;padding:0 4px;
 font-size:11px}.muted{color:#777}.pager a,.pager span{margin-right:8px}
-svg{vertical-align:middle}
+svg{vertical-align:middle}#hosts a.host{white-space:nowrap}
 """
 
 
@@ -46,10 +46,10 @@ def bar(used: int, capacity: int) -> str:
     )
 
 
-def amount_cell(used: int, capacity: int, unit: str = "") -> str:
-    """A bar and ``free / capacity`` text."""
+def amount_cell(used: int, capacity: int) -> str:
+    """A bar and ``free/capacity`` text."""
     free = max(0, capacity - used)
-    return f"{bar(used, capacity)} {free}{unit} free / {capacity}{unit}"
+    return f'{bar(used, capacity)} <span title="free/capacity">{free}/{capacity}</span>'
 
 
 def link(path: str, params: Mapping[str, object], text: str, css: str = "") -> str:
