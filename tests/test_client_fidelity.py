@@ -165,7 +165,9 @@ def _error_texts_script(backend: str) -> list[Step]:
         Step("GET", "/resource_providers/123/traits", None, "1.6"),
         Step("GET", "/resource_providers/123/inventories", None, "1.5"),
         Step("GET", "/resource_providers/123/inventories/VCPU", None, "1.5"),
-        Step("PUT", f"/resource_providers/{rp}", {"name": "x" * 201}),
+        Step("GET", "/nothing/here"),
+        Step("GET", "/traits", None, "1.5"),
+        Step("GET", f"/resource_providers/{rp}/traits", None, "1.5"),
         Step(
             "PUT",
             f"/resource_providers/{rp}/traits",
@@ -193,6 +195,7 @@ def test_error_texts(api: PlacementAPI, backend: str) -> None:
     unknown = "No resource provider with uuid 123 found"
     assert details[7] == f"{unknown}: {unknown}  "
     assert details[8] == details[9] == f"{unknown} : {unknown}  "
+    assert details[10] == details[11] == details[12] == "  "  # no route, or not yet: no detail
 
 
 def _allocations_script(backend: str) -> list[Step]:

@@ -121,7 +121,7 @@ class _VersionGate:
 
     async def __call__(self, request: Request) -> None:
         if get_version(request) < self.min_version:
-            raise NotFound("The resource could not be found.")
+            raise NotFound("")  # Placement's detail: its explanation alone
 
 
 def require_version(minimum: mv.Microversion) -> Callable[[Request], Awaitable[None]]:

@@ -98,7 +98,8 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
         error: PlacementError
         if exc.status_code == 404:
-            error = NotFound(str(exc.detail) if exc.detail != "Not Found" else "Not found.")
+            # No route: Placement's detail is its explanation alone (nothing after it).
+            error = NotFound(str(exc.detail) if exc.detail != "Not Found" else "")
         elif exc.status_code == 405:
             allow = ", ".join(_allowed_methods(request)) or (exc.headers or {}).get("Allow", "")
             error = MethodNotAllowed(

@@ -112,5 +112,5 @@ async def enforce_policy(request: Request) -> None:
         authorize(request.app.state.enforcer, context, rule, _target(request, rule, context))
     except Forbidden:
         if _below_version_gate(request, route):
-            raise NotFound("The resource could not be found.") from None
+            raise NotFound("") from None  # as the version gate: the explanation alone
         raise
