@@ -5,7 +5,8 @@ A view derived for a patched snapshot (only the replaced trees recomputed) equal
 from scratch on a fresh build of the same rows, host by host; and two roots share a profile
 class exactly when ``RootSearch._profile`` says they look alike, on patched snapshots too
 (the tree layout is carried over by patches); room codes patched from the previous snapshot's
-equal those of a fresh build.
+and the room columns (patched in place when the snapshot was handed over) equal those of a
+fresh build.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from placement_numa.engine.root_classes import profile_classes
 from placement_numa.numa import host_view as host_view_module
 from placement_numa.numa.engine_rank import CellIndex
 from placement_numa.numa.host_view import host_view
-from tests.candidate_fleets import forests
+from tests.candidate_fleets import RCS, forests
 from tests.test_fleet_patch_sharing import edits, root_of, rows, state_of, touched_roots
 
 CPU = ("VCPU",)
@@ -63,6 +64,12 @@ def codes_by_uuid(fleet: FleetSnapshot) -> dict[str, int] | None:
         return None
     assert codes.tolist() == listed
     return {fleet.uuids[i]: int(codes[i]) for i in fleet.index_by_uuid.values()}
+
+
+def columns_by_uuid(fleet: FleetSnapshot, rc: str) -> dict[str, int]:
+    """The room column of ``rc`` for every live provider, by uuid."""
+    column = fleet.room_column(rc)
+    return {fleet.uuids[i]: int(column[i]) for i in fleet.index_by_uuid.values()}
 
 
 def classes_agree(fleet: FleetSnapshot) -> None:
@@ -119,5 +126,7 @@ def check_lineage(data: st.DataObject, current: FleetSnapshot) -> None:
         fresh = FleetSnapshot.build(revision, *rows(new_state, list(new_state)))
         assert hosts_by_uuid(patched, index) == hosts_by_uuid(fresh, index)
         assert codes_by_uuid(patched) == codes_by_uuid(fresh)  # patched from the previous
+        for rc in RCS:  # room columns patched (in place when handed over) equal fresh ones
+            assert columns_by_uuid(patched, rc) == columns_by_uuid(fresh, rc)
         classes_agree(patched)
         current, state = patched, new_state

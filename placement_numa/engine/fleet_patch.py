@@ -226,16 +226,21 @@ def _patch_shapes(
     movable: frozenset[str],
 ) -> None:
     """Shape profiles of the replaced trees; room columns patched for the replaced providers
-    (copied: a search of ``old`` may still read them)."""
+    (copied, as a search of ``old`` may still read them, unless ``old`` was handed over and
+    its columns are movable: then patched in place, O(replaced providers))."""
     new.shape_profiles = _patched_profiles(
         old.shape_profiles, "shape_profiles" in movable, old_roots, new_trees, new._shape_profile
     )
-    new._room_columns = {}
+    in_place = "_room_columns" in movable
+    new._room_columns = old._room_columns if in_place else {}
     size = len(new.providers)
     changed = [i for members in new_trees.values() for i in members]
-    for rc, column in old._room_columns.items():
-        patched = numpy.full(size, -1, dtype=numpy.int64)
-        patched[: len(column)] = column
+    for rc, column in list(old._room_columns.items()):
+        if in_place and len(column) == size:
+            patched = column
+        else:
+            patched = numpy.full(size, -1, dtype=numpy.int64)
+            patched[: len(column)] = column
         for index in changed:
             inv = new.providers[index].inventories.get(rc)
             room = -1 if inv is None else min(inv.max_unit, inv.capacity - inv.used, 2**62)
@@ -343,6 +348,7 @@ _PATCHED_INDEXES = (
     "roots",
     "uuids",
     "chains",
+    "_room_columns",
 )
 
 
