@@ -16,7 +16,7 @@ The defaults behave as Placement's (checked against ``openstack-placement`` 16):
   in a rule's ``scope_types`` (a system-scoped token gets 403 on every project-scoped rule).
 
 Extensions of placement-numa get their own rules (``numa_distances``, ``POST
-/allocation_candidates`` and its ``/claim`` and ``/capacity``, ``/reshaper/plan``,
+/allocation_candidates`` and its ``/claim``, ``/capacity`` and ``/defragment``, ``/reshaper/plan``,
 ``/reshaper/apply``, ``POST /resource_providers/batch``), all
 ``admin_or_service_api`` by default: the plan and apply endpoints are the operator's tool
 (``placement-numa reshape``), unlike Placement's reshape, which only the compute service calls.
@@ -318,6 +318,12 @@ _API_RULES: list[tuple[str, str, str, list[tuple[str, str]]]] = [
         ADMIN_OR_SERVICE,
         "Count how many more instances of each flavor fit, per host (extension; no writes).",
         [("POST", "/allocation_candidates/capacity")],
+    ),
+    (
+        "placement:allocation_candidates:defragment",
+        ADMIN_OR_SERVICE,
+        "Plan guest moves after which a flavor fits (extension; answered, never applied).",
+        [("POST", "/allocation_candidates/defragment")],
     ),
     (
         "placement:resource_providers:batch_create",

@@ -179,7 +179,7 @@ def test_rules_carry_placement_names_and_scope() -> None:
     assert rules["placement:reshaper:reshape"].check_str == "rule:service_api"
     assert rules["placement:usages"].check_str == "rule:admin_or_project_reader_or_service_api"
     placement_rules = [n for n in rules if n.startswith("placement:")]
-    assert len(placement_rules) == 42  # 33 of Placement 16, 8 extensions, placement:metrics
+    assert len(placement_rules) == 43  # 33 of Placement 16, 9 extensions, placement:metrics
 
 
 def test_version_gate_answers_404_before_policy(clients: dict[str, TestClient]) -> None:

@@ -30,7 +30,7 @@ from placement_numa.numa.plan import SearchPlan
 from placement_numa.services import numa_candidates
 from placement_numa.services.numa_search import RankedCandidate
 
-__all__ = ["HostFill", "host_fleet", "fill_host"]
+__all__ = ["HostFill", "host_fleet", "fill_host", "best_on"]
 
 # usage added by the placements so far: (provider database id, resource class) -> amount
 Taken = Mapping[tuple[int, str], int]
@@ -91,7 +91,7 @@ def host_fleet(fleet: FleetSnapshot, root: int, taken: Taken) -> FleetSnapshot:
     return one
 
 
-def _best(host: FleetSnapshot, plan: SearchPlan, index: CellIndex) -> RankedCandidate | None:
+def best_on(host: FleetSnapshot, plan: SearchPlan, index: CellIndex) -> RankedCandidate | None:
     """The candidate a claim would write on ``host`` (the first of the claim's search)."""
     found = numa_candidates.plan_candidates(
         database=None,
@@ -119,7 +119,7 @@ def fill_host(
     placements: list[tuple[tuple[str, str, int], ...]] = []
     host = host_fleet(fleet, root, taken)
     while len(placements) < cap:
-        best = _best(host, plan, index)
+        best = best_on(host, plan, index)
         if best is None:
             break
         placed = []

@@ -1,0 +1,108 @@
+"""Route (extension): ``POST /allocation_candidates/defragment`` — guest moves after which a
+flavor fits (``services/defragment.py``; answered, never applied). Microversion 1.36+.
+
+Body: ``{"flavor": {...}, "image": {...}, "max_moves": 3, "time_budget_ms": 2000,
+"prefer_closest_numa_nodes": true, "topology_policy": null}``. Response (200)::
+
+    {"fits_now": false, "found": true, "host": "cn7", "timed_out": false,
+     "moves": [{"consumer": "<uuid>", "from": {"host": "cn7", "uuid": "...", "cells": [0]},
+                "to": {"host": "cn2", "uuid": "...", "cells": [1]},
+                "allocations": {"<rp uuid>": {"resources": {"PCPU": 2}}, ...}}]}
+
+Applying a move is one ``PUT /allocations/{consumer}`` with its ``allocations`` (the guest
+migrated by the operator's tooling). Errors: 400 for a bad body or flavor.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+
+from placement_numa.api import microversion as mv
+from placement_numa.api.cell_index_dep import CellIndexDep
+from placement_numa.api.deps import DatabaseDep, JsonBody, VersionDep, body_doc, require_version
+from placement_numa.api.deps import validate as validate_body
+from placement_numa.api.engine_dep import EngineDep
+from placement_numa.api.pci_aliases import aliases_for
+from placement_numa.api.responses import PlacementJSONResponse, json_response
+from placement_numa.api.schemas.capacity import CapacityFlavor
+from placement_numa.numa.flavor import Flavor, ImageProperties
+from placement_numa.numa.request import NumaOptions
+from placement_numa.services import defragment as service
+from placement_numa.services.capacity import FlavorAsk
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["allocation candidates"])
+
+
+class DefragmentBody(BaseModel):
+    """A flavor (+ image) to make room for, and the search's bounds."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    flavor: CapacityFlavor
+    max_moves: StrictInt = Field(3, ge=1, le=service.MAX_MOVES)
+    time_budget_ms: StrictInt = Field(2000, ge=1, le=int(service.MAX_BUDGET_S * 1000))
+    prefer_closest_numa_nodes: StrictBool = True
+    topology_policy: str | None = Field(
+        None, pattern="^(none|best-effort|restricted|single-numa-node)$"
+    )
+
+
+def _end(names: dict[str, str], uuid: str, cells: tuple[int, ...]) -> dict[str, Any]:
+    return {"host": names.get(uuid, uuid), "uuid": uuid, "cells": list(cells)}
+
+
+@router.post(
+    "/allocation_candidates/defragment",
+    summary="Guest moves after which a flavor fits (extension; answered, never applied)",
+    dependencies=[Depends(require_version(mv.SAME_SUBTREE))],
+    openapi_extra=body_doc(DefragmentBody, "the flavor to make room for and the search's bounds"),
+)
+def post_defragment(
+    request: Request,
+    version: VersionDep,
+    database: DatabaseDep,
+    body: JsonBody,
+    engine: EngineDep,
+    index_cache: CellIndexDep,
+) -> PlacementJSONResponse:
+    """A short list of moves after which one instance of the flavor fits
+    (``services/defragment.py``); writes nothing."""
+    data = validate_body(DefragmentBody, body)
+    flavor = Flavor(**data.flavor.model_dump(exclude={"image"}))
+    image = ImageProperties(data.flavor.image_properties()) if data.flavor.image else None
+    ask = FlavorAsk(flavor.name or "flavor", flavor, image, aliases_for(request.app.state, flavor))
+    fleet = engine.snapshot()
+    index = index_cache.get(database, fleet.revision)
+    plan = service.defragment(
+        database=database,
+        engine=engine,
+        index=index,
+        ask=ask,
+        options=NumaOptions(
+            prefer_closest=data.prefer_closest_numa_nodes, topology_policy=data.topology_policy
+        ),
+        max_moves=data.max_moves,
+        budget_s=data.time_budget_ms / 1000,
+    )
+    names = dict(index.host_names)
+    answer = {
+        "fits_now": plan.fits_now,
+        "found": plan.found,
+        "host": names.get(plan.host, plan.host) if plan.host else None,
+        "timed_out": plan.timed_out,
+        "moves": [
+            {
+                "consumer": m.consumer,
+                "from": _end(names, m.from_host, m.from_cells),
+                "to": _end(names, m.to_host, m.to_cells),
+                "allocations": {rp: {"resources": dict(r)} for rp, r in m.allocations.items()},
+            }
+            for m in plan.moves
+        ],
+    }
+    return json_response(answer, version, cache=False)

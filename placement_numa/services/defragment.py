@@ -1,0 +1,326 @@
+"""Use case (extension): a short list of guest moves after which a flavor fits
+(``POST /allocation_candidates/defragment``, issue 31). Answered, never applied.
+
+Search (greedy over hosts, exhaustive over small sets of guests, bounded by a time budget):
+
+1. if the flavor fits now (``services.capacity``), the plan is empty;
+2. hosts where it does not fit are ordered by how close they are: the summed relative
+   shortfall of their ``limited_by`` (``services.capacity_limits``), smallest first;
+3. for k = 1, 2, ... ``max_moves`` and each host h in that order, each set S of k guests on h
+   (consumers with allocations in h's tree, read from the database): the flavor must fit on h
+   without S (the claim's search on a one-host copy, ``services.host_fill.host_fleet``); then
+   each guest of S, in turn, is placed on another host with the shape it has now (same
+   resources per cell and per page size or device provider, its cells on distinct host cells:
+   ``_shape_query``), the engine's first candidate among hosts not touched by the plan yet,
+   else on a host an earlier move touched, as that move left it;
+4. the first S whose guests all find a place is the plan: fewest moves first, because k grows
+   in the outer loop.
+
+Every move is a valid placement in the fleet as it stands after the moves before it: a
+destination is searched on the snapshot when no earlier move touched it, else on a copy of it
+with the earlier moves' usage added, and the flavor's own host only loses usage. Where it is
+not optimal: all moved guests come off ONE host (the flavor's), never off the destinations
+(no chains: moving a guest to make room for a moved guest), a destination is the first
+candidate found, not the one that keeps most room; only one
+instance of the flavor is planned for; Nova's memory rule (no overcommit of a pinned guest's
+memory) is not re-checked for the moved guests, whose shape is re-placed as Placement sees it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from placement_numa.db.database import Database
+from placement_numa.db.repositories import allocations as allocation_repo
+from placement_numa.domain.numa_tree import HW_NUMA_ROOT
+from placement_numa.domain.request_groups import CandidateQuery, RequestGroup
+from placement_numa.engine import (
+    Candidate,
+    CandidateEngine,
+    FleetSnapshot,
+    SnapshotEngine,
+    StaticFleetSource,
+)
+from placement_numa.numa.engine_rank import CellIndex
+from placement_numa.numa.plan import SearchPlan, search_plan
+from placement_numa.numa.request import NumaOptions, numa_request
+from placement_numa.services.capacity import FlavorAsk, fleet_capacity
+from placement_numa.services.host_fill import best_on, host_fleet
+
+__all__ = ["Move", "DefragmentPlan", "defragment", "MAX_MOVES", "MAX_BUDGET_S"]
+
+MAX_MOVES = 4
+MAX_BUDGET_S = 5.0
+MAX_SETS_PER_HOST = 500  # guest sets tried per host and size
+
+# consumer uuid -> {provider index: {resource class: amount}}
+Guests = dict[str, dict[int, dict[str, int]]]
+# usage added to a host by the plan: (provider database id, resource class) -> amount
+Taken = dict[tuple[int, str], int]
+
+
+@dataclass(frozen=True)
+class Move:
+    """Move ``consumer`` from the host ``from_host`` (root provider uuid; cells ``from_cells``)
+    to ``to_host`` (cells ``to_cells``) with ``allocations`` ``{provider uuid: {class:
+    amount}}`` (the body of its ``PUT /allocations``)."""
+
+    consumer: str
+    from_host: str
+    from_cells: tuple[int, ...]
+    to_host: str
+    to_cells: tuple[int, ...]
+    allocations: Mapping[str, Mapping[str, int]]
+
+
+@dataclass(frozen=True)
+class DefragmentPlan:
+    """``fits_now`` (no move needed), ``found`` (a plan, possibly empty), ``moves``, the host
+    the flavor fits on afterwards (root uuid), whether the time budget ran out first."""
+
+    fits_now: bool
+    found: bool
+    moves: tuple[Move, ...] = ()
+    host: str | None = None
+    timed_out: bool = False
+
+
+def _cells(fleet: FleetSnapshot, index: CellIndex, providers: Sequence[int]) -> tuple[int, ...]:
+    found = set()
+    for p in providers:
+        for a in fleet.ancestors(p):
+            if HW_NUMA_ROOT in fleet.providers[a].traits:
+                found.add(index.cell_ids.get(fleet.uuids[a], a))
+                break
+    return tuple(sorted(found))
+
+
+def _guests(database: Database, fleet: FleetSnapshot, root: int) -> Guests:
+    """The consumers with allocations in ``root``'s tree, per provider index and class."""
+    guests: Guests = {}
+    with database.read() as conn:
+        for i in fleet.tree[root]:
+            for row in allocation_repo.get_by_provider(conn, fleet.providers[i].id):
+                per = guests.setdefault(row.consumer_uuid, {}).setdefault(i, {})
+                per[row.resource_class] = per.get(row.resource_class, 0) + row.used
+    return guests
+
+
+def _shape_query(
+    fleet: FleetSnapshot, allocations: Mapping[int, Mapping[str, int]]
+) -> CandidateQuery:
+    """A query for a guest shaped as ``allocations`` (see the module docstring)."""
+    unsuffixed: dict[str, int] = {}
+    cells: dict[int, list[int]] = {}
+    for p, resources in allocations.items():
+        cell = next(
+            (a for a in fleet.ancestors(p) if HW_NUMA_ROOT in fleet.providers[a].traits), None
+        )
+        if cell is None:
+            for rc, amount in resources.items():
+                unsuffixed[rc] = unsuffixed.get(rc, 0) + amount
+        else:
+            cells.setdefault(cell, []).append(p)
+    groups = [RequestGroup(suffix=None, resources=unsuffixed)] if unsuffixed else []
+    subtrees = []
+    for k, (cell, members) in enumerate(sorted(cells.items()), start=1):
+        anchor = f"_CELL{k}"
+        groups.append(
+            RequestGroup(
+                suffix=anchor,
+                resources=dict(allocations.get(cell, {})),
+                required_traits=frozenset({HW_NUMA_ROOT}),
+            )
+        )
+        subtree = [anchor]
+        for j, p in enumerate(m for m in members if m != cell):
+            suffix = f"_CELL{k}P{j}"
+            groups.append(
+                RequestGroup(
+                    suffix=suffix,
+                    resources=dict(allocations[p]),
+                    required_traits=fleet.providers[p].traits,
+                )
+            )
+            subtree.append(suffix)
+        subtrees.append(frozenset(subtree))
+    return CandidateQuery(
+        groups=tuple(groups), group_policy="isolate", same_subtree=tuple(subtrees)
+    )
+
+
+def _fits_with(
+    fleet: FleetSnapshot, root: int, plan: SearchPlan, index: CellIndex, taken: Taken
+) -> bool:
+    """Whether the flavor of ``plan`` fits on ``root`` with ``taken`` added to its usage."""
+    return best_on(host_fleet(fleet, root, taken), plan, index) is not None
+
+
+def _move(
+    fleet: FleetSnapshot,
+    index: CellIndex,
+    consumer: str,
+    source: int,
+    allocations: Mapping[int, Mapping[str, int]],
+    found: FleetSnapshot,
+    candidate: Candidate,
+) -> Move:
+    """The move of ``consumer`` to ``candidate`` (found on ``found``, a snapshot whose uuids
+    are ``fleet``'s)."""
+    moved: dict[str, dict[str, int]] = {}
+    for p, rc, amount in candidate.allocations:
+        per = moved.setdefault(found.uuids[p], {})
+        per[rc] = per.get(rc, 0) + amount
+    providers = [fleet.index_by_uuid[found.uuids[p]] for p, _, _ in candidate.allocations]
+    return Move(
+        consumer=consumer,
+        from_host=fleet.uuids[source],
+        from_cells=_cells(fleet, index, list(allocations)),
+        to_host=found.uuids[candidate.anchor],
+        to_cells=_cells(fleet, index, providers),
+        allocations=moved,
+    )
+
+
+def _place(
+    engine: CandidateEngine,
+    fleet: FleetSnapshot,
+    index: CellIndex,
+    consumer: str,
+    source: int,
+    allocations: Mapping[int, Mapping[str, int]],
+    touched: Mapping[int, Taken],
+    keeps_room: Callable[[Move], bool],
+) -> Move | None:
+    """A place for ``consumer``'s shape off its cells: the engine's first candidate among the
+    hosts the plan has not touched, else on a touched host as the earlier moves left it
+    (``touched``: root -> usage added, by provider id and class; ``source``, the flavor's
+    host, is among them, last, where the move must ``keeps_room`` for the flavor)."""
+    query = _shape_query(fleet, allocations)
+    allowed = [fleet.uuids[r] for r in fleet.roots if r not in touched and r != source]
+    result = engine.search(query, limit=1, roots=allowed, fleet=fleet)
+    if result.candidates:
+        candidate = result.candidates[0]
+        return _move(fleet, index, consumer, source, allocations, fleet, candidate)
+    for root, taken in sorted(touched.items(), key=lambda item: item[0] == source):
+        one = host_fleet(fleet, root, taken)
+        limit = None if root == source else 1
+        found = SnapshotEngine(StaticFleetSource(one)).search(query, limit=limit, fleet=one)
+        for candidate in found.candidates:
+            move = _move(fleet, index, consumer, source, allocations, one, candidate)
+            if root != source or keeps_room(move):
+                return move
+    return None
+
+
+def _try_set(
+    engine: CandidateEngine,
+    fleet: FleetSnapshot,
+    index: CellIndex,
+    root: int,
+    plan: SearchPlan,
+    chosen: Sequence[str],
+    guests: Guests,
+) -> tuple[Move, ...] | None:
+    """Take the guests of ``chosen`` off ``root``, place each elsewhere (another cell of
+    ``root`` included), one after another, each in the fleet as the moves before it left it;
+    the moves when the flavor then fits on ``root``."""
+    freed: Taken = {}
+    for consumer in chosen:
+        _add(freed, fleet, guests[consumer], -1)
+    if not _fits_with(fleet, root, plan, index, freed):
+        return None
+    touched: dict[int, Taken] = {root: freed}
+
+    def keeps_room(move: Move) -> bool:
+        trial = dict(touched[root])
+        placed = {fleet.index_by_uuid[rp]: dict(r) for rp, r in move.allocations.items()}
+        _add(trial, fleet, placed, 1)
+        return _fits_with(fleet, root, plan, index, trial)
+
+    moves = []
+    for consumer in chosen:
+        guest = guests[consumer]
+        move = _place(engine, fleet, index, consumer, root, guest, touched, keeps_room)
+        if move is None:
+            return None
+        placed = {fleet.index_by_uuid[rp]: dict(r) for rp, r in move.allocations.items()}
+        _add(touched.setdefault(fleet.index_by_uuid[move.to_host], {}), fleet, placed, 1)
+        moves.append(move)
+    if not _fits_with(fleet, root, plan, index, touched[root]):
+        return None
+    return tuple(moves)
+
+
+def _add(
+    taken: Taken, fleet: FleetSnapshot, allocations: Mapping[int, Mapping[str, int]], sign: int
+) -> None:
+    """Add ``sign`` x ``allocations`` (by provider index) to ``taken`` (by provider id)."""
+    for p, resources in allocations.items():
+        pid = fleet.providers[p].id
+        for rc, amount in resources.items():
+            taken[(pid, rc)] = taken.get((pid, rc), 0) + sign * amount
+
+
+def _ordered_hosts(
+    fleet: FleetSnapshot, index: CellIndex, ask: FlavorAsk, options: NumaOptions
+) -> tuple[bool, list[int]]:
+    """(fits now, hosts where it does not fit, closest first)."""
+    engine = SnapshotEngine(StaticFleetSource(fleet))
+    (answer,) = fleet_capacity(
+        engine=engine, index=index, flavors=[ask], options=options, fleet=fleet, cap=1
+    )
+    if answer.total > 0:
+        return True, []
+    scored = []
+    for host in answer.hosts:
+        deficit = sum(
+            (s.requested - s.free) / s.requested
+            for s in host.limited_by
+            if s.requested and s.free is not None and s.reason == "short"
+        )
+        scored.append((deficit, host.host, fleet.index_by_uuid[host.uuid]))
+    scored.sort()
+    return False, [root for _, _, root in scored]
+
+
+def defragment(
+    *,
+    database: Database,
+    engine: CandidateEngine,
+    index: CellIndex,
+    ask: FlavorAsk,
+    options: NumaOptions | None = None,
+    max_moves: int = 3,
+    budget_s: float = 2.0,
+) -> DefragmentPlan:
+    """The plan of the module docstring for one instance of ``ask``'s flavor, within
+    ``budget_s`` seconds (wall; at most ``MAX_BUDGET_S``) and ``max_moves`` moves (at most
+    ``MAX_MOVES``). Reads only. Raises ``InvalidFlavor`` (400)."""
+    options = options or NumaOptions()
+    deadline = time.monotonic() + min(budget_s, MAX_BUDGET_S)
+    fleet = engine.snapshot()
+    plan = search_plan(numa_request(ask.flavor, ask.image, options, aliases=ask.aliases))
+    fits_now, hosts = _ordered_hosts(fleet, index, ask, options)
+    if fits_now:
+        return DefragmentPlan(fits_now=True, found=True)
+    known: dict[int, Guests] = {}
+    for k in range(1, min(max_moves, MAX_MOVES) + 1):
+        for root in hosts:
+            if time.monotonic() > deadline:
+                return DefragmentPlan(fits_now=False, found=False, timed_out=True)
+            guests = known.get(root)
+            if guests is None:
+                guests = known[root] = _guests(database, fleet, root)
+            for chosen in itertools.islice(
+                itertools.combinations(sorted(guests), k), MAX_SETS_PER_HOST
+            ):
+                moves = _try_set(engine, fleet, index, root, plan, chosen, guests)
+                if moves is not None:
+                    return DefragmentPlan(False, True, moves, fleet.uuids[root])
+                if time.monotonic() > deadline:
+                    return DefragmentPlan(fits_now=False, found=False, timed_out=True)
+    return DefragmentPlan(fits_now=False, found=False)
