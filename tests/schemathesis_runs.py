@@ -91,6 +91,9 @@ KNOWN: tuple[Known, ...] = (
         "*",
         r"capacity_too_large|Real suffixes should be specified|numa_distances\.invalid"
         r"|There must be at least one resources|Resourceless suffixed group"
+        # the same without the error code (before 1.23):
+        r"|The capacity \(total - reserved\)|rows are for NUMA cells|NUMA cell ids are"
+        r"|is not a compute node \(root provider\)|Invalid flavor \("
         r"|max_unit|min_unit|step_size|reserved",
         "Rules between values: an inventory's capacity ((total - reserved) * allocation_ratio"
         " <= 2**53) and its unit rules, same_subtree naming suffixes that the query's groups"

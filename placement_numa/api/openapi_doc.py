@@ -6,6 +6,7 @@ FastAPI's validation errors. So, from the tables below:
 
 * the query parameters of every GET that takes any (``QUERY_PARAMETERS``): name, meaning, the
   microversion it appeared in;
+* the success bodies of Placement's operations (``api/openapi_responses.py``);
 * the real success statuses (``SUCCESS``): 204 without a body for deletes, 201 with an empty
   body for ``POST /resource_classes``, ...;
 * no 422 (the service answers 400); instead the Placement error body
@@ -24,6 +25,7 @@ from typing import Any
 
 from placement_numa.api import microversion as mv
 from placement_numa.api.openapi_microversions import KEY as MICROVERSION_KEY
+from placement_numa.api.openapi_responses import RESPONSE_BODIES, RESPONSE_COMPONENTS
 
 __all__ = ["complete_document", "QUERY_PARAMETERS", "SUCCESS"]
 
@@ -320,6 +322,7 @@ def complete_document(document: dict[str, Any]) -> dict[str, Any]:
     """Apply the tables above to ``document`` (FastAPI's, modified in place and returned)."""
     components = document.setdefault("components", {})
     components.setdefault("schemas", {})["Error"] = ERROR_SCHEMA
+    components["schemas"].update(RESPONSE_COMPONENTS)
     components["securitySchemes"] = {
         "token": {"type": "apiKey", "in": "header", "name": "x-auth-token"}
     }
@@ -338,6 +341,9 @@ def complete_document(document: dict[str, Any]) -> dict[str, Any]:
                     code in ("201",) and "empty body" in response["description"]
                 ):
                     response.pop("content", None)
+                elif code.startswith("2") and (method, path) in RESPONSE_BODIES:
+                    schema = RESPONSE_BODIES[(method, path)]
+                    response["content"] = {"application/json": {"schema": schema}}
             params = [
                 p
                 for p in operation.get("parameters", [])
