@@ -9,6 +9,7 @@ Manager's narrowest mask asks only that the CPUs fit on its cells.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from placement_numa.engine import CandidateEngine, FleetSnapshot
@@ -106,6 +107,31 @@ def _ranked_widths(
     return found[: options.limit]
 
 
+# the candidates of one width: (width, hosts already placed at a narrower width, candidates
+# still missing or None) -> that width's candidates, in answer order
+WidthSearch = Callable[[int, set[str], int | None], list[RankedCandidate]]
+
+
+def _walk_widths(
+    plan: SearchPlan, options: NumaOptions, at_width: WidthSearch
+) -> list[RankedCandidate]:
+    """The widths of ``plan``, narrowest first, each searched by ``at_width`` on the hosts not
+    placed yet (all hosts when ``plan.every``) until ``limit`` aligned candidates are found;
+    then ``_ranked_widths``."""
+    every = plan.every
+    limit = None if every else options.limit
+    found: list[RankedCandidate] = []
+    placed: set[str] = set()
+    for width in plan.widths():
+        remaining = None if limit is None else limit - _aligned_count(found)
+        batch = at_width(width, set() if every else placed, remaining)
+        placed |= _hosts(batch, aligned=True)
+        found.extend(batch)
+        if limit is not None and _aligned_count(found) >= limit:
+            break
+    return _ranked_widths(found, options, every)
+
+
 def distributed_bounded(
     engine: CandidateEngine,
     plan: SearchPlan,
@@ -115,8 +141,8 @@ def distributed_bounded(
 ) -> list[RankedCandidate]:
     """KEP-2902 over the fleet, with the answer of ``distributed``: width 1 over every host;
     then, for each wider width, the hosts not placed yet that have that many NUMA cells and
-    enough free CPUs in total. Each width (each CPU split of it, ``SearchPlan.splits``: a split is
-    searched only on the hosts the more even ones did not place with aligned devices) is one
+    enough free CPUs in total. Each width (each CPU split of it, ``SearchPlan.splits``: a split
+    is searched only on the hosts the more even ones did not place with aligned devices) is one
     bounded ranked search (``search_bounded``) asked only for the candidates still missing,
     so a wider width is searched only when the narrower ones gave fewer than ``limit`` aligned
     candidates (and then they gave all theirs, so the placed hosts are known).
@@ -125,25 +151,16 @@ def distributed_bounded(
     all ranked together (aligned, then narrowest first), then ``limit``. A host placed only with
     unaligned devices is searched at wider widths too, and the widths are then ranked together
     (``_ranked_widths``)."""
-    every = plan.every
-    limit = None if every else options.limit
-    found: list[RankedCandidate] = []
-    placed: set[str] = set()
     cells_of: dict[int, list[int]] = {}
-    for width in plan.widths():
-        remaining = None if limit is None else limit - _aligned_count(found)
+
+    def at_width(width: int, placed: set[str], remaining: int | None) -> list[RankedCandidate]:
         batch: list[RankedCandidate] = []
         for attempt in _runnable_attempts(plan, width, fleet):
             ranker = ranker_for(index, attempt, options)
             roots = None
             if width > 1:
-                roots = _eligible(
-                    fleet,
-                    attempt,
-                    width,
-                    _hosts(batch, aligned=True) | (set() if every else placed),
-                    cells_of,
-                )
+                skip = _hosts(batch, aligned=True) | placed
+                roots = _eligible(fleet, attempt, width, skip, cells_of)
                 if not roots:
                     continue
             more, _ = search_bounded(
@@ -152,11 +169,9 @@ def distributed_bounded(
             batch.extend(more)
         if len(plan.splits(width)) > 1:
             batch = _by_rank(batch, options)[:remaining]
-        placed |= _hosts(batch, aligned=True)
-        found.extend(batch)
-        if limit is not None and _aligned_count(found) >= limit:
-            break
-    return _ranked_widths(found, options, every)
+        return batch
+
+    return _walk_widths(plan, options, at_width)
 
 
 def distributed(
@@ -170,28 +185,21 @@ def distributed(
     hosts not placed yet that have that many NUMA cells and enough free CPUs in total (each
     searched with ``in_tree``, at each CPU split of ``SearchPlan.splits`` until one places
     it), so a host is reported at its narrowest width only and the search never enumerates
-    wide splits of hosts that already fit narrower. Stops at ``limit``. The exhaustive reference of
-    ``distributed_bounded`` (``plan.every``: as there)."""
-    every = plan.every
-    limit = None if every else options.limit
-    found: list[RankedCandidate] = []
-    placed: set[str] = set()
+    wide splits of hosts that already fit narrower. Stops at ``limit``. The exhaustive
+    reference of ``distributed_bounded`` (``plan.every``: as there)."""
     cells_of: dict[int, list[int]] = {}
-    for width in plan.widths():
+
+    def at_width(width: int, placed: set[str], _remaining: int | None) -> list[RankedCandidate]:
         batch: list[RankedCandidate] = []
         for attempt in _runnable_attempts(plan, width, fleet):
             ranker = ranker_for(index, attempt, replace(options, limit=None))
             if width == 1:
                 batch = search_exhaustive(engine, attempt, ranker, None, fleet, options)
                 continue
-            skip = _hosts(batch, aligned=True) | (set() if every else placed)
+            skip = _hosts(batch, aligned=True) | placed
             for uuid in _eligible(fleet, attempt, width, skip, cells_of):
                 one = replace(attempt, search=in_tree(attempt.search_query, uuid))
                 batch.extend(search_exhaustive(engine, one, ranker, None, fleet, options))
-        if width > 1:
-            batch = _by_rank(batch, options)
-        placed |= _hosts(batch, aligned=True)
-        found.extend(batch)
-        if limit is not None and _aligned_count(found) >= limit:
-            break
-    return _ranked_widths(found, options, every)
+        return _by_rank(batch, options) if width > 1 else batch
+
+    return _walk_widths(plan, options, at_width)
