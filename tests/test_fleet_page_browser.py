@@ -74,7 +74,8 @@ def test_first_view_then_click_through_to_a_host(tmp_path: Path) -> None:
 
             def loaded(b: webdriver.Chrome) -> bool:  # the demo loads its hosts after start
                 b.get(service.base_url + "/numa/fleet")
-                return "Fleet: 10 hosts" in b.find_element(By.TAG_NAME, "h1").text
+                heading = b.find_element(By.TAG_NAME, "h1").text
+                return "Fleet: 10 hosts" in heading and "Counting the" not in b.page_source
 
             WebDriverWait(browser, 60, poll_frequency=1).until(loaded)
             consumer, host = _claim(service.base_url)

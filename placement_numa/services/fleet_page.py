@@ -7,7 +7,8 @@ size (``MEMORY_MB``, MiB, of the cell's page-size children, keyed by page size i
 devices (any other class below the cell); the host's own resources (``DISK_GB``, everything on
 a host not reshaped to NUMA). For a flavor catalogue (``[metrics] flavors_file``): how many
 more of each flavor fit per host (``services.capacity.fleet_capacity``) and what is stranded
-(``services.stranded``), computed once per fleet revision (``CatalogueCache``).
+(``services.stranded``), counted once per fleet revision in the background
+(``CatalogueCache``; a page waits at most ``WAIT_SECONDS`` for it, then shows the last count).
 
 Sizes of work: every host is visited once per request for the sort keys and the aggregate
 groups (O(providers)); rows are built only for the page asked (at most ``MAX_PER_PAGE``).
@@ -15,6 +16,7 @@ groups (O(providers)); rows are built only for the page asked (at most ``MAX_PER
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -42,7 +44,9 @@ __all__ = [
     "host_row",
 ]
 
+LOG = logging.getLogger(__name__)
 MAX_PER_PAGE = 200
+WAIT_SECONDS = 1.0  # the longest a page waits for the catalogue's count
 DEFAULT_PER_PAGE = 50
 NO_AGGREGATE = "none"  # the group of hosts in no aggregate
 CPU_CLASSES = ("PCPU", "VCPU")
@@ -122,7 +126,9 @@ class FleetQuery:
 class FleetPage:
     """The fleet page: the query, the fleet revision, hosts in all and matching the query,
     the page's rows, the aggregate groups, the catalogue's totals (flavor -> count, in the
-    catalogue's order) and the fleet's stranded capacity (``None`` without a catalogue)."""
+    catalogue's order) and the fleet's stranded capacity (``None`` without a catalogue or
+    before its first count), the revision they were counted at, and ``counting`` (a count
+    for the current revision is still running)."""
 
     query: FleetQuery
     revision: int
@@ -132,6 +138,8 @@ class FleetPage:
     groups: list[GroupRow]
     totals: dict[str, int]
     stranded: Stranded | None
+    catalogue_revision: int | None = None
+    counting: bool = False
 
     @property
     def pages(self) -> int:
@@ -148,28 +156,49 @@ class _Catalogue:
 
 
 class CatalogueCache:
-    """The catalogue's capacity answers for the newest fleet revision asked (one computation
-    per revision; concurrent callers wait for it). ``compute(fleet)``: the answers on that
-    snapshot (``services.capacity.fleet_capacity`` over the catalogue)."""
+    """The catalogue's capacity answers, counted in one background thread per fleet revision
+    asked (``compute(fleet)``: ``services.capacity.fleet_capacity`` over the catalogue on that
+    snapshot; seconds at 10,000 hosts). ``get`` waits at most ``wait`` seconds for a count, so
+    a page is never held longer: it shows the last answers (an older revision) meanwhile."""
 
-    def __init__(self, compute: Callable[[FleetSnapshot], list[FlavorCapacity]]) -> None:
+    def __init__(
+        self,
+        compute: Callable[[FleetSnapshot], list[FlavorCapacity]],
+        wait: float = WAIT_SECONDS,
+    ) -> None:
         self.compute = compute
+        self.wait = wait
         self._kept: _Catalogue | None = None
+        self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
-    def get(self, fleet: FleetSnapshot) -> _Catalogue:
-        """The answers for ``fleet``'s revision (computed now when not kept)."""
+    def get(self, fleet: FleetSnapshot) -> _Catalogue | None:
+        """The answers for ``fleet``'s revision when kept or counted within ``wait`` seconds;
+        else the last answers (another revision; ``None`` before the first count ends)."""
         with self._lock:
             kept = self._kept
-            if kept is None or kept.revision != fleet.revision:
-                answers = self.compute(fleet)
-                fits: dict[str, dict[str, int]] = {}
-                for answer in answers:
-                    for host in answer.hosts:
-                        fits.setdefault(host.uuid, {})[answer.flavor] = host.count
-                lost = stranded(fleet, fleet.roots, answers)
-                kept = self._kept = _Catalogue(fleet.revision, answers, fits, lost)
-            return kept
+            if kept is not None and kept.revision == fleet.revision:
+                return kept
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._count, args=(fleet,), name="fleet-page-catalogue", daemon=True
+                )
+                self._thread.start()
+            thread = self._thread
+        thread.join(self.wait)
+        return self._kept
+
+    def _count(self, fleet: FleetSnapshot) -> None:
+        try:
+            answers = self.compute(fleet)
+            fits: dict[str, dict[str, int]] = {}
+            for answer in answers:
+                for host in answer.hosts:
+                    fits.setdefault(host.uuid, {})[answer.flavor] = host.count
+            lost = stranded(fleet, fleet.roots, answers)
+            self._kept = _Catalogue(fleet.revision, answers, fits, lost)
+        except Exception as exc:  # the page shows the last answers; the log says why
+            LOG.warning("fleet page: flavor catalogue not counted: %s", exc)
 
 
 def _cell_of(fleet: FleetSnapshot, provider: int, cells: dict[int, int]) -> int | None:
@@ -329,4 +358,6 @@ def fleet_page(
         groups=groups,
         totals={a.flavor: a.total for a in kept.answers} if kept else {},
         stranded=kept.fleet if kept else None,
+        catalogue_revision=kept.revision if kept else None,
+        counting=catalogue is not None and (kept is None or kept.revision != fleet.revision),
     )

@@ -31,7 +31,17 @@ def _params(current: FleetPage, **changes: object) -> dict[str, object]:
 
 
 def _catalogue(page: FleetPage) -> str:
+    note = ""
+    if page.counting:
+        when = (
+            f"these are of revision {page.catalogue_revision}"
+            if page.catalogue_revision is not None
+            else "none yet"
+        )
+        note = f'<p class="counting">Counting the flavors at this revision ({when}): reload.</p>'
     if page.stranded is None:
+        if note:
+            return note
         return (
             '<p class="muted">No flavor catalogue: set <code>[metrics] flavors_file</code> to see'
             " how many more of each flavor fit and what is stranded.</p>"
@@ -46,7 +56,7 @@ def _catalogue(page: FleetPage) -> str:
         f'<td class="n">{lost.fragmentation[rc]:.1%}</td></tr>'
         for rc in lost.free
     )
-    return (
+    return note + (
         '<h2>Flavors: how many more fit</h2><table id="flavors"><tr><th>Flavor</th>'
         f'<th class="n">More fit</th></tr>{rows}</table>'
         '<h2>Stranded capacity</h2><table id="stranded"><tr><th>Class</th><th class="n">Free</th>'
