@@ -187,3 +187,75 @@ def test_plan_is_at_most_one_longer_than_the_fewest(api: PlacementAPI, seed: int
     assert len(answer["moves"]) <= best + 1, (layout, best, answer["moves"])
     apply(api, answer["moves"])
     assert claim(api) == 200
+
+
+def test_cli_prints_the_plan(tmp_path: Any) -> None:
+    """``placement-numa defragment`` against a served process: one line per move, exit 0;
+    exit 5 when no plan exists; exit 2 without a flavor."""
+    import random
+    import subprocess
+    import sys
+
+    from tests.servers import free_port, running, service_env
+
+    port = free_port(random.sample(range(19760, 19790), 30))
+    env = service_env(PLACEMENT_NUMA_DATABASE_URL=f"sqlite:///{tmp_path / 'd.sqlite'}")
+    argv = [sys.executable, "-m", "placement_numa", "serve", "--auth-strategy", "noauth2"]
+    with running([*argv, "--port", str(port)], port, tmp_path / "s.log", env=env, cwd=tmp_path):
+        import httpx
+
+        from placement_numa.placement_http import headers
+
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers("admin")) as c:
+
+            def send(method: str, path: str, body: Any) -> tuple[int, Any]:
+                r = c.request(method, path, json=body)
+                return r.status_code, (r.json() if r.content else None)
+
+            tree = load_host(send, HostShape("a", _cells(2, 8, 0, {4: 8 * GiB})))
+            load_host(send, HostShape("b", _cells(2, 8, 0, {4: 8 * GiB})))
+            for cell in (0, 1):
+                body = {
+                    "allocations": {tree["cells"][cell]: {"resources": {"PCPU": 2}}},
+                    "project_id": "p", "user_id": "u", "consumer_generation": None,
+                    "consumer_type": "INSTANCE",
+                }  # fmt: skip
+                assert send("PUT", f"/allocations/{uuid.uuid4()}", body)[0] == 204
+        cli = [
+            sys.executable,
+            "-m",
+            "placement_numa",
+            "defragment",
+            "--url",
+            f"http://127.0.0.1:{port}",
+        ]
+        wide = ["--vcpus", "16", "--memory-mb", "1024", "--extra-spec", "hw:cpu_policy=dedicated"]
+        done = subprocess.run(
+            [*cli, *wide, "--extra-spec", "hw:numa_nodes=2"],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "fits on a" in done.stdout or "fits on b" in done.stdout or "fits now" in done.stdout
+        huge = subprocess.run(
+            [
+                *cli,
+                "--vcpus",
+                "64",
+                "--memory-mb",
+                "1024",
+                "--extra-spec",
+                "hw:cpu_policy=dedicated",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        assert (
+            huge.returncode == 5
+            and "no plan found" in huge.stderr
+            and "Traceback" not in huge.stderr
+        )
+        usage = subprocess.run(cli, capture_output=True, text=True, env=env)
+        assert usage.returncode == 2 and "Traceback" not in usage.stderr

@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "placement_numa.cli.agent",
     "placement_numa.cli.demo",
     "placement_numa.cli.schedule",
+    "placement_numa.cli.defragment",
     "placement_numa.cli.status",
 )
 
@@ -33,9 +34,9 @@ EPILOG = (
     "exit codes: 0 done; 1 the operation failed (service or database unreachable, a request "
     "refused); 2 invalid usage, configuration (--config-file missing, unparsable or with a bad "
     "value) or input; 3 (agent) reshape needed first; 4 (db downgrade, db release) not "
-    "confirmed; 5 (schedule) no room; 6 (serve, db upgrade) the schema needs 'db adopt' or "
-    "'db upgrade' first; 7 (agent) nova-compute manages this compute node's tree, nothing "
-    "written; 130 interrupted. "
+    "confirmed; 5 (schedule) no room, (defragment) no plan found; 6 (serve, db upgrade) the "
+    "schema needs 'db adopt' or 'db upgrade' first; 7 (agent) nova-compute manages this "
+    "compute node's tree, nothing written; 130 interrupted. "
     "status upgrade check: 0 success, 1 warning, 2 failure (oslo.upgradecheck)"
 )
 
