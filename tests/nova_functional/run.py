@@ -8,7 +8,8 @@ Usage, with the Python of the Nova virtualenv::
 ``TEST_ID``: a dotted test id, module or class (``nova.tests.functional.libvirt.
 test_numa_servers.NUMAServersTest.test_create_server_with_hugepages``, ``scenarios``). Exit code
 0 when every test passed. ``--upstream`` keeps upstream Placement's in-process fixture (for side
-by side runs of stock Nova with upstream Placement).
+by side runs of stock Nova with upstream Placement). ``PLACEMENT_NUMA_FUNC_DUMP_AFTER=<s>`` dumps
+every thread's stack and exits after that many seconds (to see where a run hangs).
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def main(argv: list[str]) -> int:
     """Install the live fixture (unless ``--upstream``) and run ``argv``'s tests."""
     sys.path.insert(0, HERE)
+    dump_after = os.environ.get("PLACEMENT_NUMA_FUNC_DUMP_AFTER")
+    if dump_after:  # a hung run: every thread's stack on stderr, then exit
+        import faulthandler
+
+        faulthandler.dump_traceback_later(float(dump_after), exit=True)
     args = [a for a in argv if a != "--upstream"]
     if "--upstream" in argv:
         os.environ["PLACEMENT_NUMA_FUNC_UPSTREAM"] = "1"
