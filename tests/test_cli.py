@@ -38,6 +38,7 @@ AGAINST_NOTHING = [
     ("agent", ["agent", "--once", "--placement-url", DEAD_URL], 1),
     ("demo", ["demo", "--url", DEAD_URL], 1),
     ("schedule", ["schedule", "--vcpus", "2", "--memory-mb", "1024", "--url", DEAD_URL], 1),
+    ("defragment", ["defragment", "--vcpus", "2", "--memory-mb", "1024", "--url", DEAD_URL], 1),
     ("export-openapi", ["export-openapi", "--check", "--output", "/nonexistent/openapi.json"], 1),
 ]
 
@@ -75,13 +76,14 @@ def test_against_nothing_one_line_and_exit_code(args: list[str], code: int, tmp_
     assert result.stdout == ""
 
 
-@pytest.mark.parametrize("command", ["agent", "demo", "reshape", "schedule"])
+@pytest.mark.parametrize("command", ["agent", "demo", "reshape", "schedule", "defragment"])
 def test_client_commands_load_neither_fastapi_nor_sqlalchemy(command: str) -> None:
     args = {
         "agent": ["agent", "--once", "--placement-url", DEAD_URL],
         "demo": ["demo", "--url", DEAD_URL],
         "reshape": ["reshape", "plan", "--host", "cn1", "--to-flat", "--url", DEAD_URL],
         "schedule": ["schedule", "--vcpus", "2", "--memory-mb", "1024", "--url", DEAD_URL],
+        "defragment": ["defragment", "--vcpus", "2", "--memory-mb", "1024", "--url", DEAD_URL],
     }[command]
     code = (
         "import sys\n"
