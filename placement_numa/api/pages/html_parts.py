@@ -20,7 +20,7 @@ th a{color:#035;text-decoration:none}th a.on{font-weight:bold;text-decoration:un
 td.n,th.n{text-align:right}.cells td{border:0;padding:1px 4px;white-space:nowrap}
 .stranded{background:#ffe2c6}.tag{background:#c4421a;color:#fff;border-radius:3px;padding:0 4px;
 font-size:11px}.muted{color:#777}.pager a,.pager span{margin-right:8px}
-svg{vertical-align:middle}#hosts a.host{white-space:nowrap}
+svg{vertical-align:middle}#hosts a.host,td.own{white-space:nowrap}
 """
 
 
