@@ -15,10 +15,10 @@ migrated by the operator's tooling). Errors: 400 for a bad body or flavor.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from placement_numa.api import microversion as mv
 from placement_numa.api.cell_index_dep import CellIndexDep
@@ -28,6 +28,7 @@ from placement_numa.api.engine_dep import EngineDep
 from placement_numa.api.pci_aliases import aliases_for
 from placement_numa.api.responses import PlacementJSONResponse, json_response
 from placement_numa.api.schemas.capacity import CapacityFlavor
+from placement_numa.api.schemas.inventories import JsonInt
 from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.numa.request import NumaOptions
 from placement_numa.services import defragment as service
@@ -44,8 +45,8 @@ class DefragmentBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     flavor: CapacityFlavor
-    max_moves: StrictInt = Field(3, ge=1, le=service.MAX_MOVES)
-    time_budget_ms: StrictInt = Field(2000, ge=1, le=int(service.MAX_BUDGET_S * 1000))
+    max_moves: Annotated[JsonInt, Field(ge=1, le=service.MAX_MOVES)] = 3
+    time_budget_ms: Annotated[JsonInt, Field(ge=1, le=int(service.MAX_BUDGET_S * 1000))] = 2000
     prefer_closest_numa_nodes: StrictBool = True
     topology_policy: str | None = Field(
         None, pattern="^(none|best-effort|restricted|single-numa-node)$"

@@ -18,11 +18,12 @@ Bounded: at most ``MAX_FLAVORS`` flavors, ``max_per_host`` at most ``MAX_CAP``.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from placement_numa.api.openapi_doc import MEMBER_OF, TRAITS, UUID_VALUE
+from placement_numa.api.schemas.inventories import JsonInt
 from placement_numa.api.schemas.numa_candidates import FlavorBody
 from placement_numa.services.capacity import DEFAULT_CAP, MAX_CAP, MAX_FLAVORS
 
@@ -66,8 +67,8 @@ class CapacityBody(BaseModel):
         description="as GET's required ('A,!B'): traits of the compute node",
         json_schema_extra={"anyOf": [TRAITS, {"type": "null"}]},
     )
-    max_per_host: StrictInt = Field(
-        DEFAULT_CAP, ge=0, le=MAX_CAP, description="the most instances counted per host"
+    max_per_host: Annotated[JsonInt, Field(ge=0, le=MAX_CAP)] = Field(
+        DEFAULT_CAP, description="the most instances counted per host"
     )
     hosts: StrictBool = Field(True, description="list every host in scope (false: totals only)")
     prefer_closest_numa_nodes: StrictBool = Field(True, description="KEP-3545 distance ranking")
