@@ -22,8 +22,9 @@ from tests.conftest import PlacementAPI
 from tests.test_capacity_api import V, _send, build_fleet
 
 # the app with the catalogue of test_capacity_metrics as [metrics] flavors_file
-from tests.test_capacity_metrics import metrics_app  # noqa: F401
+from tests.test_capacity_metrics import CATALOGUE, metrics_app  # noqa: F401
 
+PINNED_TWO_CELL = {"hw:cpu_policy": "dedicated", "hw:numa_nodes": "2"}
 EVIL = "<b>evil</b>&\"'"
 
 
@@ -83,6 +84,32 @@ def test_fleet_page_shows_cells_flavors_and_stranded(papi: PlacementAPI) -> None
     ).json()  # fmt: skip
     total = capacity["capacity"][0]["total"]
     assert re.search(rf'<td>m1\.pinned</td><td class="n">{total}</td>', html)
+
+
+def test_stranded_matches_the_capacity_answer(papi: PlacementAPI) -> None:
+    html = _counted(papi)
+    flavors = [
+        {"name": f["name"], "vcpus": f["vcpus"], "memory_mb": f["ram"], "root_gb": f["disk"],
+         "extra_specs": f.get("extra_specs") or PINNED_TWO_CELL}
+        for f in CATALOGUE["flavors"]
+    ]  # fmt: skip
+    answer = papi.post(
+        "/allocation_candidates/capacity", json={"flavors": flavors, "hosts": False}, version=V
+    ).json()["stranded"]
+    for rc, free in answer["free"].items():
+        lost = answer["stranded"][rc]
+        row = re.search(
+            rf'<tr[^>]*><td>{rc}</td><td class="n">(\d+)</td><td class="n">(\d+)</td>', html
+        )
+        assert row is not None and (int(row.group(1)), int(row.group(2))) == (free, lost), rc
+    # a host row is highlighted exactly when its stranded column names something
+    rows = re.findall(
+        r'<tr( class="stranded")?><td><a href="[^"]+" class="host">'
+        r'.*?<td class="lost">([^<]*)</td>',
+        html,
+    )
+    assert rows and all(bool(css) == bool(lost) for css, lost in rows), rows
+    assert any(answer["stranded"].values()) == any(css for css, _lost in rows)
 
 
 def test_sorting_and_paging(papi: PlacementAPI) -> None:

@@ -153,6 +153,13 @@ class _Catalogue:
     answers: list[FlavorCapacity]
     fits: dict[str, dict[str, int]]  # root uuid -> flavor -> count
     fleet: Stranded
+    # the catalogue as one answer whose usable cells are every flavor's (``stranded`` of one
+    # host then costs its tree, not the union of the flavors' sets again)
+    union: FlavorCapacity
+
+    def host_stranded(self, fleet: FleetSnapshot, root: int) -> dict[str, int]:
+        """Stranded free per class on the tree of ``root`` (``services.stranded``)."""
+        return stranded(fleet, [root], [self.union]).stranded
 
 
 class CatalogueCache:
@@ -195,8 +202,11 @@ class CatalogueCache:
             for answer in answers:
                 for host in answer.hosts:
                     fits.setdefault(host.uuid, {})[answer.flavor] = host.count
-            lost = stranded(fleet, fleet.roots, answers)
-            self._kept = _Catalogue(fleet.revision, answers, fits, lost)
+            union = FlavorCapacity(
+                "catalogue", 0, usable=frozenset().union(*(a.usable for a in answers))
+            )
+            lost = stranded(fleet, fleet.roots, [union])
+            self._kept = _Catalogue(fleet.revision, answers, fits, lost, union)
         except Exception as exc:  # the page shows the last answers; the log says why
             LOG.warning("fleet page: flavor catalogue not counted: %s", exc)
 
@@ -238,7 +248,7 @@ def host_row(
             else:
                 devices[cell][rc] = devices[cell].get(rc, Amount(0, 0)) + amount
     uuid = fleet.uuids[root]
-    usable = set().union(*(a.usable for a in catalogue.answers)) if catalogue else set()
+    usable = catalogue.union.usable if catalogue else frozenset()
     rows = tuple(
         sorted(
             (
@@ -255,7 +265,7 @@ def host_row(
             key=lambda r: r.cell,
         )
     )
-    lost = stranded(fleet, [root], catalogue.answers).stranded if catalogue else {}
+    lost = catalogue.host_stranded(fleet, root) if catalogue else {}
     return HostRow(
         uuid=uuid,
         name=index.host_names.get(uuid, uuid),
@@ -314,7 +324,7 @@ def _sort_key(
         if catalogue is None:
             return lambda root: (0, name(root))
         return lambda root: (
-            stranded(fleet, [root], catalogue.answers).stranded["PCPU"],
+            catalogue.host_stranded(fleet, root)["PCPU"],
             name(root),
         )
     rc = {"free_pcpu": "PCPU", "free_vcpu": "VCPU", "free_memory_mb": "MEMORY_MB"}[sort]

@@ -132,7 +132,8 @@ def _host(page: FleetPage, h: HostRow) -> str:
     aggregates = "<br>".join(esc(a) for a in h.aggregates)
     return (
         f'<tr{css}><td>{name}<br><span class="muted">{aggregates}</span></td>'
-        f'<td>{cell_rows(h.cells)}</td><td class="own">{own}</td>{fits}<td>{esc(lost)}</td></tr>'
+        f'<td>{cell_rows(h.cells)}</td><td class="own">{own}</td>{fits}'
+        f'<td class="lost">{esc(lost)}</td></tr>'
     )
 
 
