@@ -162,6 +162,15 @@ def _live_setup(self):  # type: ignore[no-untyped-def]
     import fixtures
 
     fixtures.Fixture.setUp(self)
+    if not self.conf_fixture:
+        # Tests tune upstream's options through it (test_pci_in_placement); they do not apply.
+        from oslo_config import cfg
+        from oslo_config import fixture as config_fixture
+        from placement import conf
+
+        self.conf_fixture = self.useFixture(config_fixture.Config(cfg.ConfigOpts()))
+        if self.register_opts:
+            conf.register_opts(self.conf_fixture.conf)
     server = pool().take()
     self.addCleanup(server.stop)
     self.server = server
