@@ -18,7 +18,6 @@ import json
 import random
 import shutil
 import sys
-import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from tests.servers import free_port, running, service_env
-from tests.test_docs_browser import CHROME_FLAGS, _browser_or_skip
+from tests.test_docs_browser import _browser_or_skip, start_chrome
 
 pytestmark = pytest.mark.slow
 
@@ -87,8 +86,6 @@ def _page_server(port: int, api: str) -> Iterator[str]:
 
 def test_browser_fetch_from_another_origin(tmp_path: Path) -> None:
     chromium, driver_path = _browser_or_skip()
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.support.ui import WebDriverWait
 
     api_port, page_port, other_port = _ports(3)
@@ -105,12 +102,7 @@ def test_browser_fetch_from_another_origin(tmp_path: Path) -> None:
         _page_server(page_port, service.base_url) as allowed_page,
         _page_server(other_port, service.base_url) as other_page,
     ):
-        options = webdriver.ChromeOptions()
-        options.binary_location = chromium
-        for flag in CHROME_FLAGS:
-            options.add_argument(flag)
-        options.add_argument(f"--user-data-dir={tempfile.mkdtemp(dir=tmp_path)}")
-        browser = webdriver.Chrome(service=Service(driver_path), options=options)
+        browser = start_chrome(chromium, driver_path, tmp_path)
         try:
             browser.set_page_load_timeout(60)
             results = []

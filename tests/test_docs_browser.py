@@ -11,6 +11,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,10 +46,23 @@ def _browser_or_skip() -> tuple[str, str]:
     return chromium, driver
 
 
-def test_docs_render_the_operations_list(tmp_path: Path) -> None:
-    chromium, driver_path = _browser_or_skip()
+def start_chrome(chromium: str, driver_path: str, tmp_path: Path) -> Any:
+    """A headless Chromium (Selenium ``webdriver.Chrome``) with ``CHROME_FLAGS`` and a fresh
+    profile under ``tmp_path``; the caller quits it."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in CHROME_FLAGS:
+        options.add_argument(flag)
+    profile = tempfile.mkdtemp(prefix="chrome-profile-", dir=tmp_path)
+    options.add_argument(f"--user-data-dir={profile}")
+    return webdriver.Chrome(service=Service(driver_path), options=options)
+
+
+def test_docs_render_the_operations_list(tmp_path: Path) -> None:
+    chromium, driver_path = _browser_or_skip()
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -56,13 +70,7 @@ def test_docs_render_the_operations_list(tmp_path: Path) -> None:
     with running(
         [COMMAND, "serve", "--port", "19240"], 19240, tmp_path / "serve.log", env=env, cwd=tmp_path
     ) as service:
-        options = webdriver.ChromeOptions()
-        options.binary_location = chromium
-        for flag in CHROME_FLAGS:
-            options.add_argument(flag)
-        profile = tempfile.mkdtemp(prefix="chrome-profile-", dir=tmp_path)
-        options.add_argument(f"--user-data-dir={profile}")
-        browser = webdriver.Chrome(service=Service(driver_path), options=options)
+        browser = start_chrome(chromium, driver_path, tmp_path)
         try:
             browser.set_page_load_timeout(60)
             browser.get(service.base_url + "/docs")

@@ -9,7 +9,6 @@ no script and nothing from another origin.
 from __future__ import annotations
 
 import json
-import tempfile
 import uuid
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import httpx
 import pytest
 
 from tests.servers import running, service_env
-from tests.test_docs_browser import CHROME_FLAGS, COMMAND, _browser_or_skip
+from tests.test_docs_browser import COMMAND, _browser_or_skip, start_chrome
 
 pytestmark = pytest.mark.slow
 
@@ -46,7 +45,6 @@ def _claim(base_url: str) -> tuple[str, str]:
 def test_first_view_then_click_through_to_a_host(tmp_path: Path) -> None:
     chromium, driver_path = _browser_or_skip()
     from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -58,12 +56,7 @@ def test_first_view_then_click_through_to_a_host(tmp_path: Path) -> None:
     )
     argv = [COMMAND, "serve", "--demo", "--port", str(PORT)]
     with running(argv, PORT, tmp_path / "serve.log", env=env, cwd=tmp_path) as service:
-        options = webdriver.ChromeOptions()
-        options.binary_location = chromium
-        for flag in CHROME_FLAGS:
-            options.add_argument(flag)
-        options.add_argument(f"--user-data-dir={tempfile.mkdtemp(dir=tmp_path)}")
-        browser = webdriver.Chrome(service=Service(driver_path), options=options)
+        browser = start_chrome(chromium, driver_path, tmp_path)
         try:
             browser.set_page_load_timeout(60)
             browser.execute_cdp_cmd("Network.enable", {})
