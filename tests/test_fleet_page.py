@@ -120,6 +120,13 @@ def test_sorting_and_paging(papi: PlacementAPI) -> None:
     last = papi.get("/numa/fleet", params={"sort": "name", "page": 3, "per_page": 2})
     assert _host_names(last.text) == ["cap-d", "cap-e"]
     assert "previous" in last.text and ">next<" not in last.text
+    _counted(papi)
+    by_fits = papi.get("/numa/fleet", params={"sort": "fits", "flavor": "m1.numa", "order": "desc"})
+    assert by_fits.status_code == 200, by_fits.text
+    first_count = r'class="host">[^<]*</a>.*?<td class="own">.*?</td><td class="n">(\d+)</td>'
+    counts = re.findall(first_count, by_fits.text)
+    assert len(counts) == 6 and counts == sorted(counts, key=int, reverse=True), counts
+    assert "sort=name" in by_fits.text  # the other headings drop flavor=
     beyond = papi.get("/numa/fleet", params={"page": 9})
     assert beyond.status_code == 200 and _host_names(beyond.text) == []
 
@@ -146,6 +153,7 @@ def test_grouped_by_aggregate(papi: PlacementAPI) -> None:
     [
         "sort=bogus", "order=up", "page=0", "page=x", "per_page=0", "per_page=201",
         "per_page=-1", "colour=red", "sort=name&sort=name", "aggregate=" + "a" * 65,
+        "sort=fits", "sort=fits&flavor=m1.nope", "flavor=m1.numa", "sort=name&flavor=m1.numa",
     ],
 )  # fmt: skip
 def test_bad_query_is_a_400_in_placement_format(papi: PlacementAPI, query: str) -> None:

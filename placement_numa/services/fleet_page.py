@@ -51,7 +51,8 @@ DEFAULT_PER_PAGE = 50
 NO_AGGREGATE = "none"  # the group of hosts in no aggregate
 CPU_CLASSES = ("PCPU", "VCPU")
 # sort key -> what it orders hosts by (free amounts in CPUs / MiB)
-SORT_KEYS = ("name", "free_pcpu", "free_vcpu", "free_memory_mb", "stranded_pcpu")
+# ("fits": how many more of the query's ``flavor`` fit)
+SORT_KEYS = ("name", "free_pcpu", "free_vcpu", "free_memory_mb", "stranded_pcpu", "fits")
 
 
 @dataclass(frozen=True)
@@ -113,13 +114,15 @@ class GroupRow:
 @dataclass(frozen=True)
 class FleetQuery:
     """What the page asks: hosts of ``aggregate`` (``None``: all), ordered by ``sort``
-    (``SORT_KEYS``), page ``page`` (from 1) of ``per_page`` (1..``MAX_PER_PAGE``) rows."""
+    (``SORT_KEYS``; ``fits``: by the count of catalogue flavor ``flavor``), page ``page``
+    (from 1) of ``per_page`` (1..``MAX_PER_PAGE``) rows."""
 
     aggregate: str | None = None
     sort: str = "name"
     descending: bool = False
     page: int = 1
     per_page: int = DEFAULT_PER_PAGE
+    flavor: str | None = None  # the catalogue flavor of ``sort="fits"``
 
 
 @dataclass(frozen=True)
@@ -171,9 +174,11 @@ class CatalogueCache:
     def __init__(
         self,
         compute: Callable[[FleetSnapshot], list[FlavorCapacity]],
+        flavors: Sequence[str] = (),
         wait: float = WAIT_SECONDS,
     ) -> None:
         self.compute = compute
+        self.flavors = tuple(flavors)  # the catalogue's flavor names
         self.wait = wait
         self._kept: _Catalogue | None = None
         self._thread: threading.Thread | None = None
@@ -310,19 +315,26 @@ def _groups(
 def _sort_key(
     fleet: FleetSnapshot,
     index: CellIndex,
-    sort: str,
+    query: FleetQuery,
     frees: dict[int, dict[str, int]],
     catalogue: _Catalogue | None,
 ) -> Callable[[int], tuple[object, ...]]:
+    sort = query.sort
+
     def name(root: int) -> str:
         uuid = fleet.uuids[root]
         return index.host_names.get(uuid, uuid)
 
     if sort == "name":
         return lambda root: (name(root),)
+    if sort in ("stranded_pcpu", "fits") and catalogue is None:
+        return lambda root: (0, name(root))
+    if sort == "fits":
+        assert catalogue is not None
+        fits = catalogue.fits
+        return lambda root: (fits.get(fleet.uuids[root], {}).get(query.flavor or "", 0), name(root))
     if sort == "stranded_pcpu":
-        if catalogue is None:
-            return lambda root: (0, name(root))
+        assert catalogue is not None
         return lambda root: (
             catalogue.host_stranded(fleet, root)["PCPU"],
             name(root),
@@ -354,7 +366,7 @@ def fleet_page(
     roots: Sequence[int] = [r for r in fleet.roots if _in_group(fleet, r, query.aggregate)]
     roots = sorted(
         roots,
-        key=_sort_key(fleet, index, query.sort, frees, kept),
+        key=_sort_key(fleet, index, query, frees, kept),
         reverse=query.descending,
     )
     start = (query.page - 1) * query.per_page

@@ -142,15 +142,24 @@ def _hosts(page: FleetPage) -> str:
     heads = []
     for key, text in _COLUMNS:
         descending = not q.descending if key == q.sort else key != "name"
-        params = _params(page, sort=key, order="desc" if descending else "asc", page=1)
+        params = _params(page, sort=key, flavor=None, order="desc" if descending else "asc", page=1)
         heads.append(f"{link(FLEET_PATH, params, text, 'on' if key == q.sort else '')}")
     head = (
         f"<th>{heads[0]}</th><th>Cells: {' · '.join(heads[1:4])}</th><th>Host's own</th>"
-        + "".join(f'<th class="n">{esc(f)}</th>' for f in page.totals)
+        + "".join(f'<th class="n">{_fits_head(page, f)}</th>' for f in page.totals)
         + f"<th>{heads[4]}</th>"
     )
     rows = "".join(_host(page, h) for h in page.rows)
     return f'<h2>Hosts</h2>{_pager(page)}<table id="hosts"><tr>{head}</tr>{rows}</table>'
+
+
+def _fits_head(page: FleetPage, flavor: str) -> str:
+    """A flavor's column heading: sorts by its count, most first, then fewest."""
+    q = page.query
+    on = q.sort == "fits" and q.flavor == flavor
+    order = "asc" if on and q.descending else "desc"
+    params = _params(page, sort="fits", flavor=flavor, order=order, page=1)
+    return link(FLEET_PATH, params, esc(flavor), "on" if on else "")
 
 
 def _pager(page: FleetPage) -> str:

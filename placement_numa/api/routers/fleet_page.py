@@ -4,7 +4,8 @@
   capacity, the aggregates, and one page of hosts with their NUMA cells. Query parameters
   (each at most once; anything else is a 400 ``placement.query.bad_value`` in Placement's
   error format): ``aggregate`` (an aggregate uuid, or ``none`` for hosts in no aggregate),
-  ``sort`` (``name``, ``free_pcpu``, ``free_vcpu``, ``free_memory_mb``, ``stranded_pcpu``),
+  ``sort`` (``name``, ``free_pcpu``, ``free_vcpu``, ``free_memory_mb``, ``stranded_pcpu``, or
+  ``fits`` with ``flavor=<a catalogue flavor>``: how many more of it fit),
   ``order`` (``asc``/``desc``), ``page`` (from 1), ``per_page`` (1 to 200, default 50);
 * ``GET /numa/fleet/hosts/{uuid}``: one compute node (root provider uuid): its cells and its
   guests (consumers) cell by cell; 404 for an unknown uuid or a provider that is not a root.
@@ -39,7 +40,7 @@ __all__ = ["router", "FLEET_ROUTES"]
 
 router = APIRouter(tags=["fleet page (extension)"])
 FLEET_ROUTES = ("/numa/fleet", "/numa/fleet/hosts/{uuid}")
-_KEYS = ("aggregate", "sort", "order", "page", "per_page")
+_KEYS = ("aggregate", "sort", "order", "page", "per_page", "flavor")
 _MAX_PAGE = 1_000_000
 
 
@@ -53,9 +54,10 @@ def _whole(name: str, value: str, low: int, high: int) -> int:
     return int(value)
 
 
-def parse_fleet_query(request: Request) -> service.FleetQuery:
-    """The ``FleetQuery`` of the request's query string. Raises ``QueryBadValue`` (400) for an
-    unknown or repeated parameter or a bad value."""
+def parse_fleet_query(request: Request, flavors: tuple[str, ...] = ()) -> service.FleetQuery:
+    """The ``FleetQuery`` of the request's query string (``flavors``: the catalogue's names,
+    which ``flavor`` must be one of, with ``sort=fits`` and only then). Raises
+    ``QueryBadValue`` (400) for an unknown or repeated parameter or a bad value."""
     seen: dict[str, str] = {}
     for key, value in request.query_params.multi_items():
         if key not in _KEYS:
@@ -69,6 +71,11 @@ def parse_fleet_query(request: Request) -> service.FleetQuery:
     order = seen.get("order", "asc")
     if order not in ("asc", "desc"):
         raise _bad("order must be asc or desc")
+    flavor = seen.get("flavor")
+    if (sort == "fits") != (flavor is not None) or (flavor is not None and flavor not in flavors):
+        raise _bad(
+            "sort=fits takes flavor=<a flavor of the catalogue>, and flavor only goes with it"
+        )
     aggregate = seen.get("aggregate")
     if aggregate is not None and not (0 < len(aggregate) <= 64):
         raise _bad("aggregate must be an aggregate uuid or 'none'")
@@ -80,6 +87,7 @@ def parse_fleet_query(request: Request) -> service.FleetQuery:
         per_page=_whole(
             "per_page", seen.get("per_page", str(service.DEFAULT_PER_PAGE)), 1, service.MAX_PER_PAGE
         ),
+        flavor=flavor,
     )
 
 
@@ -104,7 +112,7 @@ def _catalogue(request: Request, engine: Any, index_cache: Any, database: Any) -
         index = index_cache.get(database, fleet.revision)
         return fleet_capacity(engine=engine, index=index, flavors=asks, fleet=fleet)
 
-    state.fleet_page_catalogue = service.CatalogueCache(compute)
+    state.fleet_page_catalogue = service.CatalogueCache(compute, [a.name for a in asks])
     return state.fleet_page_catalogue
 
 
@@ -113,10 +121,10 @@ def get_fleet(
     request: Request, database: DatabaseDep, engine: EngineDep, index_cache: CellIndexDep
 ) -> HTMLResponse:
     """The fleet page (module docstring)."""
-    query = parse_fleet_query(request)
+    catalogue = _catalogue(request, engine, index_cache, database)
+    query = parse_fleet_query(request, catalogue.flavors if catalogue is not None else ())
     fleet = engine.snapshot()
     index = index_cache.get(database, fleet.revision)
-    catalogue = _catalogue(request, engine, index_cache, database)
     page = service.fleet_page(fleet, index, query, catalogue)
     return HTMLResponse(render_fleet(page))
 
