@@ -7,7 +7,8 @@ Search (greedy over hosts, exhaustive over small sets of guests, bounded by a ti
 2. hosts where it does not fit are ordered by how close they are: the summed relative
    shortfall of their ``limited_by`` (``services.capacity_limits``), smallest first;
 3. for k = 1, 2, ... ``max_moves`` and each host h in that order, each set S of k guests on h
-   (consumers with allocations in h's tree, read from the database): the flavor must fit on h
+   (consumers with allocations in h's tree, read from the database in one query per 100
+   hosts of that order): the flavor must fit on h
    without S (the claim's search on a one-host copy, ``services.host_fill.host_fleet``); then
    each guest of S, in turn, is placed on another host with the shape it has now (same
    resources per cell and per page size or device provider, its cells on distinct host cells:
@@ -55,6 +56,8 @@ __all__ = ["Move", "DefragmentPlan", "defragment", "MAX_MOVES", "MAX_BUDGET_S"]
 MAX_MOVES = 4
 MAX_BUDGET_S = 5.0
 MAX_SETS_PER_HOST = 500  # guest sets tried per host and size
+GUEST_READ_HOSTS = 100  # hosts whose guests one query reads
+ANSWER_RESERVE_S = 0.25  # the budget kept for answering: the search stops this much earlier
 
 # consumer uuid -> {provider index: {resource class: amount}}
 Guests = dict[str, dict[int, dict[str, int]]]
@@ -98,15 +101,18 @@ def _cells(fleet: FleetSnapshot, index: CellIndex, providers: Sequence[int]) -> 
     return tuple(sorted(found))
 
 
-def _guests(database: Database, fleet: FleetSnapshot, root: int) -> Guests:
-    """The consumers with allocations in ``root``'s tree, per provider index and class."""
-    guests: Guests = {}
+def _guests(database: Database, fleet: FleetSnapshot, roots: Sequence[int]) -> dict[int, Guests]:
+    """The consumers with allocations in each tree of ``roots`` (root index -> consumer ->
+    provider index -> class -> amount), read in one query."""
+    owner = {fleet.providers[i].id: (root, i) for root in roots for i in fleet.tree[root]}
+    found: dict[int, Guests] = {root: {} for root in roots}
     with database.read() as conn:
-        for i in fleet.tree[root]:
-            for row in allocation_repo.get_by_provider(conn, fleet.providers[i].id):
-                per = guests.setdefault(row.consumer_uuid, {}).setdefault(i, {})
-                per[row.resource_class] = per.get(row.resource_class, 0) + row.used
-    return guests
+        rows = allocation_repo.get_by_providers(conn, sorted(owner))
+    for provider_id, consumer, rc, used in rows:
+        root, i = owner[provider_id]
+        per = found[root].setdefault(consumer, {}).setdefault(i, {})
+        per[rc] = per.get(rc, 0) + used
+    return found
 
 
 def _shape_query(
@@ -298,10 +304,12 @@ def defragment(
     budget_s: float = 2.0,
 ) -> DefragmentPlan:
     """The plan of the module docstring for one instance of ``ask``'s flavor, within
-    ``budget_s`` seconds (wall; at most ``MAX_BUDGET_S``) and ``max_moves`` moves (at most
-    ``MAX_MOVES``). Reads only. Raises ``InvalidFlavor`` (400)."""
+    ``budget_s`` seconds (wall; at most ``MAX_BUDGET_S``; the search stops
+    ``ANSWER_RESERVE_S``, at most a tenth of the budget, earlier, to answer within it) and
+    ``max_moves`` moves (at most ``MAX_MOVES``). Reads only. Raises ``InvalidFlavor`` (400)."""
     options = options or NumaOptions()
-    deadline = time.monotonic() + min(budget_s, MAX_BUDGET_S)
+    budget_s = min(budget_s, MAX_BUDGET_S)
+    deadline = time.monotonic() + budget_s - min(ANSWER_RESERVE_S, budget_s / 10)
     fleet = engine.snapshot()
     plan = search_plan(numa_request(ask.flavor, ask.image, options, aliases=ask.aliases))
     fits_now, hosts = _ordered_hosts(fleet, index, ask, options)
@@ -309,12 +317,12 @@ def defragment(
         return DefragmentPlan(fits_now=True, found=True)
     known: dict[int, Guests] = {}
     for k in range(1, min(max_moves, MAX_MOVES) + 1):
-        for root in hosts:
+        for at, root in enumerate(hosts):
             if time.monotonic() > deadline:
                 return DefragmentPlan(fits_now=False, found=False, timed_out=True)
-            guests = known.get(root)
-            if guests is None:
-                guests = known[root] = _guests(database, fleet, root)
+            if root not in known:
+                known.update(_guests(database, fleet, hosts[at : at + GUEST_READ_HOSTS]))
+            guests = known[root]
             for chosen in itertools.islice(
                 itertools.combinations(sorted(guests), k), MAX_SETS_PER_HOST
             ):

@@ -47,6 +47,7 @@ __all__ = [
     "ProviderAllocationRow",
     "get_by_consumer",
     "get_by_provider",
+    "get_by_providers",
     "replace_allocations",
     "delete_for_consumer",
     "check_consumer_generation",
@@ -115,6 +116,28 @@ def get_by_provider(conn: Connection, provider_id: int) -> list[ProviderAllocati
         .order_by(allocations.c.id)
     )
     return [ProviderAllocationRow(*row) for row in rows]
+
+
+def get_by_providers(
+    conn: Connection, provider_ids: Sequence[int]
+) -> list[tuple[int, str, str, int]]:
+    """Every allocation against the providers ``provider_ids``, in one query, as ``(provider
+    id, consumer uuid, resource class name, amount)``."""
+    if not provider_ids:
+        return []
+    rows = conn.execute(
+        select(
+            allocations.c.resource_provider_id,
+            allocations.c.consumer_id,
+            resource_classes.c.name,
+            allocations.c.used,
+        )
+        .select_from(allocations)
+        .join(resource_classes, resource_classes.c.id == allocations.c.resource_class_id)
+        .where(allocations.c.resource_provider_id.in_(list(provider_ids)))
+        .order_by(allocations.c.id)
+    )
+    return [(int(p), str(c), str(rc), int(used)) for p, c, rc, used in rows]
 
 
 # The statements of ``replace_allocations``, built once (building a statement and computing
