@@ -3,7 +3,7 @@ fleet loaded) is fuzzed from ``/openapi.json`` with every check (``tests/schemat
 the microversion header pinned to the newest version, absent and ``latest``, seed ``SEED`` and
 ``MAX_EXAMPLES`` examples per operation (a few minutes in all). Every mode must show no server
 error, no hang, no traceback in the service log, and no failure outside the classes that OpenAPI
-cannot express (``KNOWN``, named in ``doc/source/api/openapi.rst``).
+cannot express (``KNOWN``, named in ``doc/source/reference/api.rst``).
 """
 
 from __future__ import annotations

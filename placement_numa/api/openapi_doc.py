@@ -6,7 +6,8 @@ FastAPI's validation errors. So, from the tables below:
 
 * the query parameters of every GET that takes any (``QUERY_PARAMETERS``): name, meaning, the
   microversion it appeared in;
-* the success bodies of Placement's operations (``api/openapi_responses.py``);
+* the success bodies of Placement's operations (``api/openapi_responses.py``) and of the
+  extensions (``api/openapi_extension_responses.py``);
 * the real success statuses (``SUCCESS``): 204 without a body for deletes, 201 with an empty
   body for ``POST /resource_classes``, ...;
 * no 422 (the service answers 400); instead the Placement error body
@@ -24,6 +25,10 @@ from __future__ import annotations
 from typing import Any
 
 from placement_numa.api import microversion as mv
+from placement_numa.api.openapi_extension_responses import (
+    EXTENSION_BODIES,
+    EXTENSION_COMPONENTS,
+)
 from placement_numa.api.openapi_microversions import KEY as MICROVERSION_KEY
 from placement_numa.api.openapi_responses import RESPONSE_BODIES, RESPONSE_COMPONENTS
 
@@ -34,7 +39,7 @@ _UUID = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]
 _NAME = "[A-Z0-9_]+"
 # The value forms the query parser (api/query.py, api/candidate_query.py) accepts; whether a
 # named trait or resource class exists, and the rules between parameters, are not forms (see
-# doc/source/api/openapi.rst).
+# doc/source/reference/api.rst).
 UUID_VALUE: dict[str, Any] = {"type": "string", "format": "uuid"}
 MEMBER_OF: dict[str, Any] = {"type": "string", "pattern": f"^(!?{_UUID}|!?in:{_UUID}(,{_UUID})*)$"}
 RESOURCES: dict[str, Any] = {
@@ -323,6 +328,8 @@ def complete_document(document: dict[str, Any]) -> dict[str, Any]:
     components = document.setdefault("components", {})
     components.setdefault("schemas", {})["Error"] = ERROR_SCHEMA
     components["schemas"].update(RESPONSE_COMPONENTS)
+    components["schemas"].update(EXTENSION_COMPONENTS)
+    bodies = {**RESPONSE_BODIES, **EXTENSION_BODIES}
     components["securitySchemes"] = {
         "token": {"type": "apiKey", "in": "header", "name": "x-auth-token"}
     }
@@ -341,8 +348,8 @@ def complete_document(document: dict[str, Any]) -> dict[str, Any]:
                     code in ("201",) and "empty body" in response["description"]
                 ):
                     response.pop("content", None)
-                elif code.startswith("2") and (method, path) in RESPONSE_BODIES:
-                    schema = RESPONSE_BODIES[(method, path)]
+                elif code.startswith("2") and (method, path) in bodies:
+                    schema = bodies[(method, path)]
                     response["content"] = {"application/json": {"schema": schema}}
             params = [
                 p

@@ -3,22 +3,42 @@
 The routers build their answers as dicts (``api/responses.py``), so FastAPI documents them as
 ``{}``. These schemas say what the service sends, as the union over microversions: a field that
 exists at every microversion is required, a newer one (``parent_provider_uuid`` 1.14,
-``consumer_generation`` 1.28, ...) is optional. Objects stay open (a newer microversion may add
-a field, as Placement's do). Extension operations keep FastAPI's description.
+``consumer_generation`` 1.28, ...) is optional; a field whose shape changed is the ``oneOf`` of
+its shapes (``allocations`` of an allocation request: a list before 1.12, a map after). Objects
+stay open (a newer microversion may add a field, as Placement's do). The extensions' bodies:
+``openapi_extension_responses.py``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["RESPONSE_BODIES", "RESPONSE_COMPONENTS"]
+from placement_numa.api import microversion as mv
+from placement_numa.api.openapi_microversions import KEY as MICROVERSION_KEY
+
+__all__ = [
+    "ALLOCATIONS_MAP",
+    "AMOUNTS",
+    "INT",
+    "MAPPINGS",
+    "RESPONSE_BODIES",
+    "RESPONSE_COMPONENTS",
+    "STR",
+    "nullable",
+    "obj",
+    "ref",
+    "since",
+]
 
 
-def _ref(name: str) -> dict[str, str]:
+def ref(name: str) -> dict[str, str]:
+    """A reference to component ``name``."""
     return {"$ref": f"#/components/schemas/{name}"}
 
 
-def _object(required: dict[str, Any], optional: dict[str, Any] | None = None) -> dict[str, Any]:
+def obj(required: dict[str, Any], optional: dict[str, Any] | None = None) -> dict[str, Any]:
+    """An open object: the fields of ``required`` always sent, those of ``optional`` at some
+    microversions (or in some answers) only."""
     return {
         "type": "object",
         "required": list(required),
@@ -26,67 +46,103 @@ def _object(required: dict[str, Any], optional: dict[str, Any] | None = None) ->
     }
 
 
-_INT = {"type": "integer"}
-_STR = {"type": "string"}
-_AMOUNTS = {"type": "object", "additionalProperties": _INT}
-_GENERATION = {"resource_provider_generation": _INT}
+def since(version: mv.Microversion, schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` of a field that appeared at microversion ``version`` (its "Since")."""
+    return {**schema, MICROVERSION_KEY: str(version)}
+
+
+def nullable(type_name: str) -> dict[str, Any]:
+    """A value of JSON type ``type_name`` or ``null``."""
+    return {"type": [type_name, "null"]}
+
+
+INT = {"type": "integer"}
+STR = {"type": "string"}
+AMOUNTS = {"type": "object", "additionalProperties": INT}
+_GENERATION = {"resource_provider_generation": INT}
 _LINKS = {
     "type": "array",
-    "items": _object({"rel": _STR, "href": _STR}),
+    "items": obj({"rel": STR, "href": STR}),
 }
+# an allocation request's allocations (1.12+; also defragment's moves): {uuid: {"resources"}}
+ALLOCATIONS_MAP = {"type": "object", "additionalProperties": obj({"resources": AMOUNTS})}
+_ALLOCATIONS_LIST = {
+    "type": "array",
+    "items": obj({"resource_provider": obj({"uuid": STR}), "resources": AMOUNTS}),
+}
+# request group suffix ("" for the unsuffixed group) -> the providers that satisfy it
+MAPPINGS = {"type": "object", "additionalProperties": {"type": "array", "items": STR}}
 RESPONSE_COMPONENTS: dict[str, dict[str, Any]] = {
-    "ResourceProvider": _object(
-        {"uuid": _STR, "name": _STR, "generation": _INT, "links": _LINKS},
+    "ResourceProvider": obj(
+        {"uuid": STR, "name": STR, "generation": INT, "links": _LINKS},
         {
-            "parent_provider_uuid": {"type": ["string", "null"]},  # 1.14
-            "root_provider_uuid": _STR,  # 1.14
+            "parent_provider_uuid": nullable("string"),  # 1.14
+            "root_provider_uuid": STR,  # 1.14
         },
     ),
-    "Inventory": _object(
+    "Inventory": obj(
         {
-            "total": _INT,
-            "reserved": _INT,
-            "min_unit": _INT,
-            "max_unit": _INT,
-            "step_size": _INT,
+            "total": INT,
+            "reserved": INT,
+            "min_unit": INT,
+            "max_unit": INT,
+            "step_size": INT,
             "allocation_ratio": {"type": "number"},
         }
     ),
-    "ResourceClass": _object({"name": _STR, "links": _LINKS}),
+    "ResourceClass": obj({"name": STR, "links": _LINKS}),
+    # GET /allocation_candidates
+    "AllocationRequest": obj(
+        {"allocations": {"oneOf": [ALLOCATIONS_MAP, _ALLOCATIONS_LIST]}},  # the list: 1.10-1.11
+        {"mappings": since(mv.CANDIDATE_MAPPINGS, MAPPINGS)},
+    ),
+    "ProviderSummary": obj(
+        {
+            "resources": {
+                "type": "object",
+                "additionalProperties": obj({"capacity": INT, "used": INT}),
+            }
+        },
+        {
+            "traits": since(mv.CANDIDATES_REQUIRED, {"type": "array", "items": STR}),
+            "parent_provider_uuid": since(mv.NESTED_CANDIDATES, nullable("string")),
+            "root_provider_uuid": since(mv.NESTED_CANDIDATES, STR),
+        },
+    ),
 }
-_PROVIDERS = _object({"resource_providers": {"type": "array", "items": _ref("ResourceProvider")}})
-_INVENTORIES = _object(
+_PROVIDERS = obj({"resource_providers": {"type": "array", "items": ref("ResourceProvider")}})
+_INVENTORIES = obj(
     {
         **_GENERATION,
-        "inventories": {"type": "object", "additionalProperties": _ref("Inventory")},
+        "inventories": {"type": "object", "additionalProperties": ref("Inventory")},
     }
 )
-_ONE_INVENTORY = {"allOf": [_ref("Inventory"), _object(_GENERATION)]}
-_PROVIDER_TRAITS = _object({"traits": {"type": "array", "items": _STR}, **_GENERATION})
-_AGGREGATES = _object(
-    {"aggregates": {"type": "array", "items": _STR}},
+_ONE_INVENTORY = {"allOf": [ref("Inventory"), obj(_GENERATION)]}
+_PROVIDER_TRAITS = obj({"traits": {"type": "array", "items": STR}, **_GENERATION})
+_AGGREGATES = obj(
+    {"aggregates": {"type": "array", "items": STR}},
     _GENERATION,  # generation: 1.19
 )
-_CONSUMER_ALLOCATIONS = _object(
+_CONSUMER_ALLOCATIONS = obj(
     {
         "allocations": {
             "type": "object",
-            "additionalProperties": _object({"resources": _AMOUNTS}, {"generation": _INT}),
+            "additionalProperties": obj({"resources": AMOUNTS}, {"generation": INT}),
         }
     },
     {
-        "project_id": _STR,  # 1.12
-        "user_id": _STR,  # 1.12
-        "consumer_generation": {"type": ["integer", "null"]},  # 1.28
-        "consumer_type": _STR,  # 1.38
+        "project_id": STR,  # 1.12
+        "user_id": STR,  # 1.12
+        "consumer_generation": nullable("integer"),  # 1.28
+        "consumer_type": STR,  # 1.38
     },
 )
-_PROVIDER_ALLOCATIONS = _object(
+_PROVIDER_ALLOCATIONS = obj(
     {
         "allocations": {
             "type": "object",
-            "additionalProperties": _object(
-                {"resources": _AMOUNTS}, {"consumer_generation": {"type": ["integer", "null"]}}
+            "additionalProperties": obj(
+                {"resources": AMOUNTS}, {"consumer_generation": nullable("integer")}
             ),
         },
         **_GENERATION,
@@ -94,32 +150,57 @@ _PROVIDER_ALLOCATIONS = _object(
 )
 # (method, path) -> the schema of its 2xx JSON body.
 RESPONSE_BODIES: dict[tuple[str, str], dict[str, Any]] = {
+    ("get", "/"): obj(
+        {
+            "versions": {
+                "type": "array",
+                "items": obj(
+                    {
+                        "id": STR,
+                        "min_version": STR,
+                        "max_version": STR,
+                        "status": STR,
+                        "links": _LINKS,
+                    }
+                ),
+            }
+        }
+    ),
+    ("get", "/allocation_candidates"): obj(
+        {
+            "allocation_requests": {"type": "array", "items": ref("AllocationRequest")},
+            "provider_summaries": {
+                "type": "object",
+                "additionalProperties": ref("ProviderSummary"),
+            },
+        }
+    ),
     ("get", "/resource_providers"): _PROVIDERS,
-    ("post", "/resource_providers"): _ref("ResourceProvider"),  # 1.20+ (201 without a body)
-    ("get", "/resource_providers/{uuid}"): _ref("ResourceProvider"),
-    ("put", "/resource_providers/{uuid}"): _ref("ResourceProvider"),
+    ("post", "/resource_providers"): ref("ResourceProvider"),  # 1.20+ (201 without a body)
+    ("get", "/resource_providers/{uuid}"): ref("ResourceProvider"),
+    ("put", "/resource_providers/{uuid}"): ref("ResourceProvider"),
     ("post", "/resource_providers/batch"): _PROVIDERS,
     ("get", "/resource_providers/{uuid}/inventories"): _INVENTORIES,
     ("put", "/resource_providers/{uuid}/inventories"): _INVENTORIES,
     ("post", "/resource_providers/{uuid}/inventories"): _ONE_INVENTORY,
     ("get", "/resource_providers/{uuid}/inventories/{resource_class}"): _ONE_INVENTORY,
     ("put", "/resource_providers/{uuid}/inventories/{resource_class}"): _ONE_INVENTORY,
-    ("get", "/resource_classes"): _object(
-        {"resource_classes": {"type": "array", "items": _ref("ResourceClass")}}
+    ("get", "/resource_classes"): obj(
+        {"resource_classes": {"type": "array", "items": ref("ResourceClass")}}
     ),
-    ("get", "/resource_classes/{name}"): _ref("ResourceClass"),
-    ("get", "/traits"): _object({"traits": {"type": "array", "items": _STR}}),
+    ("get", "/resource_classes/{name}"): ref("ResourceClass"),
+    ("get", "/traits"): obj({"traits": {"type": "array", "items": STR}}),
     ("get", "/resource_providers/{uuid}/traits"): _PROVIDER_TRAITS,
     ("put", "/resource_providers/{uuid}/traits"): _PROVIDER_TRAITS,
     ("get", "/resource_providers/{uuid}/aggregates"): _AGGREGATES,
     ("put", "/resource_providers/{uuid}/aggregates"): _AGGREGATES,
-    ("get", "/resource_providers/{uuid}/usages"): _object({**_GENERATION, "usages": _AMOUNTS}),
-    ("get", "/usages"): _object(
+    ("get", "/resource_providers/{uuid}/usages"): obj({**_GENERATION, "usages": AMOUNTS}),
+    ("get", "/usages"): obj(
         {
             "usages": {
                 "type": "object",
                 # a class's amount; from 1.38 per consumer type: {class: amount, consumer_count}
-                "additionalProperties": {"anyOf": [_INT, _AMOUNTS]},
+                "additionalProperties": {"anyOf": [INT, AMOUNTS]},
             }
         }
     ),

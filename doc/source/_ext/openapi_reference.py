@@ -76,11 +76,14 @@ def _type(schema: dict[str, Any], document: dict[str, Any]) -> str:
 
 
 def _object_branch(schema: dict[str, Any], document: dict[str, Any]) -> dict[str, Any]:
-    """The object alternative of an ``anyOf`` (``X | null``), else ``schema`` itself."""
+    """The object alternative of an ``anyOf`` or ``oneOf`` (``X | null``, or the shapes of a
+    field across microversions: the first object), else ``schema`` itself."""
     schema = _resolve(schema, document)
-    for option in schema.get("anyOf", []):
+    for option in schema.get("anyOf", schema.get("oneOf", [])):
         option = _resolve(option, document)
         if "properties" in option or "patternProperties" in option:
+            return option
+        if isinstance(option.get("additionalProperties"), dict):  # a map
             return option
     return schema
 

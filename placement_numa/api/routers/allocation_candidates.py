@@ -18,7 +18,6 @@ from placement_numa.api.engine_dep import EngineDep
 from placement_numa.api.limits import LimitsDep, check_candidate_query
 from placement_numa.api.responses import json_pieces_response
 from placement_numa.api.schemas.allocation_candidates import (
-    AllocationCandidatesResponse,
     FragmentCache,
     candidate_body_pieces,
 )
@@ -31,7 +30,6 @@ router = APIRouter(tags=["allocation_candidates"])
 @router.get(
     "/allocation_candidates",
     dependencies=[Depends(require_version(mv.ALLOCATION_CANDIDATES))],
-    response_model=AllocationCandidatesResponse,
     summary="Allocation candidates for request groups",
 )
 def list_allocation_candidates(

@@ -7,7 +7,8 @@
   requested classes before 1.27, every inventoried class after; ``traits`` (in database order)
   from 1.17; ``parent_provider_uuid`` and ``root_provider_uuid`` from 1.29.
 
-Pydantic models here document the newest shape in OpenAPI. ``render_candidates`` builds the
+The OpenAPI document describes every microversion's shape (``api/openapi_responses.py``:
+``AllocationRequest``, ``ProviderSummary``). ``render_candidates`` builds the
 document as plain dicts (the readable reference, and the form used below microversion 1.12;
 ``api/schemas/candidate_dicts.py``, with ``summary``, the one provider-summary renderer, both
 exported here);
@@ -17,11 +18,6 @@ exported here) write the same document as JSON bytes from fragments kept per pro
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import BaseModel, Field
-
-from placement_numa.api import microversion as mv
 from placement_numa.api.schemas.candidate_dicts import render_candidates, summary
 from placement_numa.api.schemas.candidate_pieces import (
     FragmentCache,
@@ -34,39 +30,5 @@ __all__ = [
     "render_candidates",
     "encode_candidates",
     "candidate_body_pieces",
-    "AllocationCandidatesResponse",
     "summary",
 ]
-
-
-class _Resources(BaseModel):
-    resources: dict[str, int]
-
-
-def _since(version: mv.Microversion) -> Any:
-    """A field that appeared at ``version`` (``x-min-microversion`` in the OpenAPI document)."""
-    return Field(json_schema_extra={"x-min-microversion": str(version)})
-
-
-class _AllocationRequest(BaseModel):
-    allocations: dict[str, _Resources]
-    mappings: dict[str, list[str]] = _since(mv.CANDIDATE_MAPPINGS)
-
-
-class _Capacity(BaseModel):
-    capacity: int
-    used: int
-
-
-class _Summary(BaseModel):
-    resources: dict[str, _Capacity]
-    traits: list[str] = _since(mv.CANDIDATES_REQUIRED)
-    parent_provider_uuid: str | None = _since(mv.NESTED_CANDIDATES)
-    root_provider_uuid: str = _since(mv.NESTED_CANDIDATES)
-
-
-class AllocationCandidatesResponse(BaseModel):
-    """Body of ``GET /allocation_candidates`` at the newest microversion."""
-
-    allocation_requests: list[_AllocationRequest]
-    provider_summaries: dict[str, _Summary]
