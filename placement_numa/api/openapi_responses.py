@@ -76,8 +76,8 @@ RESPONSE_COMPONENTS: dict[str, dict[str, Any]] = {
     "ResourceProvider": obj(
         {"uuid": STR, "name": STR, "generation": INT, "links": _LINKS},
         {
-            "parent_provider_uuid": nullable("string"),  # 1.14
-            "root_provider_uuid": STR,  # 1.14
+            "parent_provider_uuid": since(mv.NESTED_PROVIDERS, nullable("string")),
+            "root_provider_uuid": since(mv.NESTED_PROVIDERS, STR),
         },
     ),
     "Inventory": obj(
@@ -121,7 +121,7 @@ _ONE_INVENTORY = {"allOf": [ref("Inventory"), obj(_GENERATION)]}
 _PROVIDER_TRAITS = obj({"traits": {"type": "array", "items": STR}, **_GENERATION})
 _AGGREGATES = obj(
     {"aggregates": {"type": "array", "items": STR}},
-    _GENERATION,  # generation: 1.19
+    {"resource_provider_generation": since(mv.AGGREGATE_GENERATION, INT)},
 )
 _CONSUMER_ALLOCATIONS = obj(
     {
@@ -131,10 +131,10 @@ _CONSUMER_ALLOCATIONS = obj(
         }
     },
     {
-        "project_id": STR,  # 1.12
-        "user_id": STR,  # 1.12
-        "consumer_generation": nullable("integer"),  # 1.28
-        "consumer_type": STR,  # 1.38
+        "project_id": since(mv.ALLOCATIONS_DICT, STR),
+        "user_id": since(mv.ALLOCATIONS_DICT, STR),
+        "consumer_generation": since(mv.CONSUMER_GENERATION, nullable("integer")),
+        "consumer_type": since(mv.CONSUMER_TYPES, STR),
     },
 )
 _PROVIDER_ALLOCATIONS = obj(
@@ -142,7 +142,8 @@ _PROVIDER_ALLOCATIONS = obj(
         "allocations": {
             "type": "object",
             "additionalProperties": obj(
-                {"resources": AMOUNTS}, {"consumer_generation": nullable("integer")}
+                {"resources": AMOUNTS},
+                {"consumer_generation": since(mv.CONSUMER_GENERATION, nullable("integer"))},
             ),
         },
         **_GENERATION,
