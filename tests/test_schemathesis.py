@@ -13,15 +13,18 @@ from pathlib import Path
 import pytest
 
 from tests.schemathesis_runs import MODES, run_all
+from tests.servers import free_port
 
 pytestmark = pytest.mark.slow
 
 MAX_EXAMPLES = 10
+# the first free one of PORT.. (another run on this machine, e.g. CI's, may hold PORT: its
+# server would answer the readiness probe and this run would fuzz it)
 PORT = 19230
 
 
 def test_schemathesis_finds_no_failure(tmp_path: Path) -> None:
-    results, tracebacks = run_all(tmp_path, PORT, MAX_EXAMPLES)
+    results, tracebacks = run_all(tmp_path, free_port(range(PORT, PORT + 50)), MAX_EXAMPLES)
     assert [result.mode for result in results] == list(MODES)
     report = "\n".join(result.line() for result in results)
     print(report)
