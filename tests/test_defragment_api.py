@@ -62,6 +62,7 @@ def apply(api: PlacementAPI, moves: list[dict[str, Any]]) -> None:
 
 
 def claim(api: PlacementAPI) -> int:
+    """Claim one instance of ``WIDE``; the status code."""
     body = {
         "flavor": WIDE,
         "consumer_uuid": str(uuid.uuid4()),
@@ -125,9 +126,10 @@ def test_no_room_anywhere(api: PlacementAPI) -> None:
     }
 
 
-def fewest_moves(layout: dict[str, list[tuple[int, int]]], most: int) -> int | None:
+def fewest_moves(layout: dict[str, list[tuple[int, int]]], most: int, n: int = 1) -> int | None:
     """Brute force: the fewest single-guest moves (any guest to any other cell of any host
-    where its PCPU fit) after which some cell has 8 free PCPU; ``None`` beyond ``most``."""
+    where its PCPU fit) after which ``n`` cells have 8 free PCPU (an instance of ``WIDE``
+    each); ``None`` beyond ``most``."""
     guests = [(name, cell, pcpu) for name, gs in layout.items() for cell, pcpu in gs]
     places = [(name, cell) for name in layout for cell in (0, 1)]
     start = tuple((name, cell) for name, cell, _ in guests)
@@ -136,7 +138,7 @@ def fewest_moves(layout: dict[str, list[tuple[int, int]]], most: int) -> int | N
         used = {p: 0 for p in places}
         for (_, _, pcpu), where in zip(guests, state, strict=True):
             used[where] += pcpu
-        return any(8 - u >= 8 for u in used.values())
+        return sum(u == 0 for u in used.values()) >= n
 
     frontier = {start}
     seen = {start}
@@ -164,16 +166,7 @@ def test_plan_is_at_most_one_longer_than_the_fewest(api: PlacementAPI, seed: int
     import random
 
     rng = random.Random(seed)
-    layout: dict[str, list[tuple[int, int]]] = {}
-    for name in ("a", "b", "c")[: rng.randint(2, 3)]:
-        guests: list[tuple[int, int]] = []
-        for cell in (0, 1):
-            left = 8
-            while left > 0 and rng.random() < 0.75:
-                pcpu = rng.randint(1, min(4, left))
-                guests.append((cell, pcpu))
-                left -= pcpu
-        layout[name] = guests
+    layout = random_layout(rng, ("a", "b", "c")[: rng.randint(2, 3)])
     best = fewest_moves(layout, 3)
     for name, guests in layout.items():
         host(api, name, *guests)
@@ -259,3 +252,70 @@ def test_cli_prints_the_plan(tmp_path: Any) -> None:
         )
         usage = subprocess.run(cli, capture_output=True, text=True, env=env)
         assert usage.returncode == 2 and "Traceback" not in usage.stderr
+
+
+def random_layout(rng: Any, names: tuple[str, ...]) -> dict[str, list[tuple[int, int]]]:
+    """Hosts of ``names`` with random guests (cell, PCPU), each cell at most full."""
+    layout: dict[str, list[tuple[int, int]]] = {}
+    for name in names:
+        guests: list[tuple[int, int]] = []
+        for cell in (0, 1):
+            left = 8
+            while left > 0 and rng.random() < 0.75:
+                pcpu = rng.randint(1, min(4, left))
+                guests.append((cell, pcpu))
+                left -= pcpu
+        layout[name] = guests
+    return layout
+
+
+def test_two_instances_applied_then_claimed(api: PlacementAPI) -> None:
+    """Room for N = 2: both hosts give a cell; after the moves the flavor is claimed twice."""
+    host(api, "a", (0, 2), (1, 2))
+    host(api, "b", (0, 2), (1, 2))
+    answer = plan(api, instances=2)
+    assert answer["found"] and not answer["fits_now"]
+    assert len(answer["moves"]) == fewest_moves(
+        {"a": [(0, 2), (1, 2)], "b": [(0, 2), (1, 2)]}, 4, 2
+    )
+    apply(api, answer["moves"])
+    assert [claim(api), claim(api), claim(api)] == [200, 200, 409]
+
+
+def test_instances_that_fit_now_and_bounds(api: PlacementAPI) -> None:
+    host(api, "a", (0, 2))
+    assert plan(api, instances=1)["fits_now"]
+    assert not plan(api, instances=2)["fits_now"]  # one free cell only
+    r = api.post(
+        "/allocation_candidates/defragment", json={"flavor": WIDE, "instances": 17}, version=V
+    )
+    assert r.status_code == 400, r.text
+
+
+# seeds whose layout the brute force solves in 1 to 3 moves (N = 2 or 3), found by a scan
+
+N_SEEDS = [5, 11, 24, 26, 44, 46, 55, 57, 60, 61, 62, 67]
+
+
+@pytest.mark.parametrize("seed", N_SEEDS)
+def test_n_instances_against_the_fewest(api: PlacementAPI, seed: int) -> None:
+    """N = 2 or 3 on 2-3 random hosts: found whenever the brute force finds a plan, at most
+    one move longer; applying it, the flavor is then claimed N times."""
+    import random
+
+    rng = random.Random(1000 + seed)
+    n = rng.choice((2, 3))
+    layout = random_layout(rng, ("a", "b", "c")[: rng.randint(2, 3)])
+    best = fewest_moves(layout, 3, n)
+    for name, guests in layout.items():
+        host(api, name, *guests)
+    answer = plan(api, max_moves=4, instances=n, time_budget_ms=5000)
+    if best == 0:
+        assert answer["fits_now"]
+        return
+    if best is None:
+        return
+    assert answer["found"], (layout, n, best)
+    assert len(answer["moves"]) <= best + 1, (layout, n, best, answer["moves"])
+    apply(api, answer["moves"])
+    assert [claim(api) for _ in range(n)] == [200] * n, (layout, n, answer["moves"])

@@ -4,7 +4,7 @@ service, never applied).
 ::
 
     placement-numa defragment --vcpus 8 --memory-mb 2048 --extra-spec hw:cpu_policy=dedicated \
-        [--disk-gb 20] [--max-moves 3] [--time-budget-ms 2000] [--json] [--url URL]
+        [--disk-gb 20] [--instances 1] [--max-moves 3] [--time-budget-ms 2000] [--json] [--url URL]
     placement-numa defragment --flavor '{"vcpus": 8, "memory_mb": 2048, ...}'
 
 One call to ``POST /allocation_candidates/defragment`` (httpx only). Prints one line per move
@@ -51,6 +51,7 @@ def register(subparsers: Any) -> None:
         "--extra-spec", type=_spec, action="append", default=[], metavar="KEY=VALUE",
         help="a flavor extra spec (repeatable)",
     )  # fmt: skip
+    parser.add_argument("--instances", type=int, default=1, help="instances to make room for")
     parser.add_argument("--max-moves", type=int, default=3, help="1 to 4 (default 3)")
     parser.add_argument("--time-budget-ms", type=int, default=2000, help="at most 5000")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds")
@@ -70,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         flavor = {"vcpus": args.vcpus, "memory_mb": args.memory_mb, "root_gb": args.disk_gb,
                   "extra_specs": dict(args.extra_spec)}  # fmt: skip
-    body = {"flavor": flavor, "max_moves": args.max_moves, "time_budget_ms": args.time_budget_ms}
+    body = {"flavor": flavor, "instances": args.instances, "max_moves": args.max_moves,
+            "time_budget_ms": args.time_budget_ms}  # fmt: skip
     try:
         with open_client(args.url, token=args.token, timeout=args.timeout) as http:
             answer = check(http.post("/allocation_candidates/defragment", json=body)).json()

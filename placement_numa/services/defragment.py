@@ -22,9 +22,12 @@ destination is searched on the snapshot when no earlier move touched it, else on
 with the earlier moves' usage added, and the flavor's own host only loses usage. Where it is
 not optimal: all moved guests come off ONE host (the flavor's), never off the destinations
 (no chains: moving a guest to make room for a moved guest), a destination is the first
-candidate found, not the one that keeps most room; only one
-instance of the flavor is planned for; Nova's memory rule (no overcommit of a pinned guest's
-memory) is not re-checked for the moved guests, whose shape is re-placed as Placement sees it.
+candidate found, not the one that keeps most room; N instances are planned one after another
+(each step: room for one more instance on one host, as above, where the host must then fit
+one more than it is credited; hosts that fit the flavor now receive no moved guest, and a
+later move lands on a host the plan made room on only if its credited count stays); Nova's
+memory rule (no overcommit of a pinned guest's memory) is not re-checked for the moved
+guests, whose shape is re-placed as Placement sees it.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from placement_numa.db.database import Database
 from placement_numa.db.repositories import allocations as allocation_repo
@@ -49,11 +52,12 @@ from placement_numa.numa.engine_rank import CellIndex
 from placement_numa.numa.plan import SearchPlan, search_plan
 from placement_numa.numa.request import NumaOptions, numa_request
 from placement_numa.services.capacity import FlavorAsk, fleet_capacity
-from placement_numa.services.host_fill import best_on, host_fleet
+from placement_numa.services.host_fill import fill_host, host_fleet
 
-__all__ = ["Move", "DefragmentPlan", "defragment", "MAX_MOVES", "MAX_BUDGET_S"]
+__all__ = ["Move", "DefragmentPlan", "defragment", "MAX_MOVES", "MAX_BUDGET_S", "MAX_INSTANCES"]
 
 MAX_MOVES = 4
+MAX_INSTANCES = 16
 MAX_BUDGET_S = 5.0
 MAX_SETS_PER_HOST = 500  # guest sets tried per host and size
 GUEST_READ_HOSTS = 100  # hosts whose guests one query reads
@@ -158,11 +162,47 @@ def _shape_query(
     )
 
 
-def _fits_with(
-    fleet: FleetSnapshot, root: int, plan: SearchPlan, index: CellIndex, taken: Taken
-) -> bool:
-    """Whether the flavor of ``plan`` fits on ``root`` with ``taken`` added to its usage."""
-    return best_on(host_fleet(fleet, root, taken), plan, index) is not None
+@dataclass
+class _Search:
+    """The search's state: the fleet and flavor, each host's count now (``base``), the usage
+    the plan adds so far per host (``touched``: root -> taken), the instances credited to the
+    hosts the plan touched (``credit``), the consumers moved, and the time limit."""
+
+    engine: CandidateEngine
+    fleet: FleetSnapshot
+    index: CellIndex
+    plan: SearchPlan
+    base: dict[int, int]
+    deadline: float
+    touched: dict[int, Taken] = field(default_factory=dict)
+    credit: dict[int, int] = field(default_factory=dict)
+    moved: set[str] = field(default_factory=set)
+
+    def count(self, root: int, taken: Taken, cap: int) -> int:
+        """Instances of the flavor that fit on ``root`` with ``taken`` added (at most
+        ``cap``), placed as the claims would (``host_fill.fill_host``)."""
+        if cap <= 0:
+            return 0
+        filled = fill_host(self.fleet, root, plan=self.plan, index=self.index, cap=cap,
+                           added=taken)  # fmt: skip
+        return filled.count
+
+    def credited(self, root: int) -> int:
+        """Instances counted on ``root`` as the plan leaves it."""
+        return self.credit.get(root, self.base.get(root, 0))
+
+    def total(self) -> int:
+        """Instances that fit in the fleet as the plan leaves it."""
+        return sum(self.base.values()) + sum(
+            n - self.base.get(r, 0) for r, n in self.credit.items()
+        )
+
+    def out_of_time(self) -> bool:
+        return time.monotonic() > self.deadline
+
+
+class _OutOfTime(Exception):
+    """The time budget ran out."""
 
 
 def _move(
@@ -192,9 +232,7 @@ def _move(
 
 
 def _place(
-    engine: CandidateEngine,
-    fleet: FleetSnapshot,
-    index: CellIndex,
+    search: _Search,
     consumer: str,
     source: int,
     allocations: Mapping[int, Mapping[str, int]],
@@ -202,63 +240,67 @@ def _place(
     keeps_room: Callable[[Move], bool],
 ) -> Move | None:
     """A place for ``consumer``'s shape off its cells: the engine's first candidate among the
-    hosts the plan has not touched, else on a touched host as the earlier moves left it
-    (``touched``: root -> usage added, by provider id and class; ``source``, the flavor's
-    host, is among them, last, where the move must ``keeps_room`` for the flavor)."""
+    hosts the plan has not touched and where no instance of the flavor fits now (so that no
+    count drops), else on a touched host as the earlier moves left it (``touched``: root ->
+    usage added, by provider id and class; ``source``, the host room is made on, comes last),
+    where the move must ``keeps_room`` for the instances credited there."""
+    fleet, index = search.fleet, search.index
     query = _shape_query(fleet, allocations)
-    allowed = [fleet.uuids[r] for r in fleet.roots if r not in touched and r != source]
-    result = engine.search(query, limit=1, roots=allowed, fleet=fleet)
+    allowed = [
+        fleet.uuids[r]
+        for r in fleet.roots
+        if r not in touched and r != source and not search.base.get(r, 0)
+    ]
+    result = search.engine.search(query, limit=1, roots=allowed, fleet=fleet)
     if result.candidates:
         candidate = result.candidates[0]
         return _move(fleet, index, consumer, source, allocations, fleet, candidate)
     for root, taken in sorted(touched.items(), key=lambda item: item[0] == source):
         one = host_fleet(fleet, root, taken)
-        limit = None if root == source else 1
-        found = SnapshotEngine(StaticFleetSource(one)).search(query, limit=limit, fleet=one)
+        found = SnapshotEngine(StaticFleetSource(one)).search(query, limit=None, fleet=one)
         for candidate in found.candidates:
             move = _move(fleet, index, consumer, source, allocations, one, candidate)
-            if root != source or keeps_room(move):
+            if keeps_room(move):
                 return move
     return None
 
 
+def _placed(fleet: FleetSnapshot, move: Move) -> dict[int, dict[str, int]]:
+    return {fleet.index_by_uuid[rp]: dict(r) for rp, r in move.allocations.items()}
+
+
 def _try_set(
-    engine: CandidateEngine,
-    fleet: FleetSnapshot,
-    index: CellIndex,
-    root: int,
-    plan: SearchPlan,
-    chosen: Sequence[str],
-    guests: Guests,
-) -> tuple[Move, ...] | None:
+    search: _Search, root: int, chosen: Sequence[str], guests: Guests
+) -> tuple[tuple[Move, ...], dict[int, Taken]] | None:
     """Take the guests of ``chosen`` off ``root``, place each elsewhere (another cell of
     ``root`` included), one after another, each in the fleet as the moves before it left it;
-    the moves when the flavor then fits on ``root``."""
-    freed: Taken = {}
+    (the moves, the plan's usage afterwards) when ``root`` then fits one instance more than it
+    is credited and no other host fits fewer."""
+    fleet = search.fleet
+    target = search.credited(root) + 1
+    touched = {r: dict(t) for r, t in search.touched.items()}
+    freed = touched.setdefault(root, {})
     for consumer in chosen:
         _add(freed, fleet, guests[consumer], -1)
-    if not _fits_with(fleet, root, plan, index, freed):
+    if search.count(root, freed, target) < target:
         return None
-    touched: dict[int, Taken] = {root: freed}
 
     def keeps_room(move: Move) -> bool:
-        trial = dict(touched[root])
-        placed = {fleet.index_by_uuid[rp]: dict(r) for rp, r in move.allocations.items()}
-        _add(trial, fleet, placed, 1)
-        return _fits_with(fleet, root, plan, index, trial)
+        to = fleet.index_by_uuid[move.to_host]
+        need = target if to == root else search.credited(to)
+        trial = dict(touched.get(to, {}))
+        _add(trial, fleet, _placed(fleet, move), 1)
+        return search.count(to, trial, need) >= need
 
     moves = []
     for consumer in chosen:
-        guest = guests[consumer]
-        move = _place(engine, fleet, index, consumer, root, guest, touched, keeps_room)
+        move = _place(search, consumer, root, guests[consumer], touched, keeps_room)
         if move is None:
             return None
-        placed = {fleet.index_by_uuid[rp]: dict(r) for rp, r in move.allocations.items()}
-        _add(touched.setdefault(fleet.index_by_uuid[move.to_host], {}), fleet, placed, 1)
+        to = fleet.index_by_uuid[move.to_host]
+        _add(touched.setdefault(to, {}), fleet, _placed(fleet, move), 1)
         moves.append(move)
-    if not _fits_with(fleet, root, plan, index, touched[root]):
-        return None
-    return tuple(moves)
+    return tuple(moves), touched
 
 
 def _add(
@@ -272,15 +314,14 @@ def _add(
 
 
 def _ordered_hosts(
-    fleet: FleetSnapshot, index: CellIndex, ask: FlavorAsk, options: NumaOptions
-) -> tuple[bool, list[int]]:
-    """(fits now, hosts where it does not fit, closest first)."""
+    fleet: FleetSnapshot, index: CellIndex, ask: FlavorAsk, options: NumaOptions, cap: int
+) -> tuple[dict[int, int], list[int]]:
+    """(instances that fit per host now, counted up to ``cap``; the hosts, closest to one
+    more instance first)."""
     engine = SnapshotEngine(StaticFleetSource(fleet))
     (answer,) = fleet_capacity(
-        engine=engine, index=index, flavors=[ask], options=options, fleet=fleet, cap=1
+        engine=engine, index=index, flavors=[ask], options=options, fleet=fleet, cap=cap
     )
-    if answer.total > 0:
-        return True, []
     scored = []
     for host in answer.hosts:
         deficit = sum(
@@ -290,7 +331,35 @@ def _ordered_hosts(
         )
         scored.append((deficit, host.host, fleet.index_by_uuid[host.uuid]))
     scored.sort()
-    return False, [root for _, _, root in scored]
+    counts = {fleet.index_by_uuid[h.uuid]: h.count for h in answer.hosts if h.count}
+    return counts, [root for _, _, root in scored]
+
+
+def _step(
+    search: _Search, database: Database, hosts: Sequence[int], known: dict[int, Guests], most: int
+) -> tuple[int, tuple[Move, ...]] | None:
+    """One more instance: the first set of at most ``most`` guests, fewest first, whose moves
+    off one host (in ``hosts`` order) make room for it; the state takes the moves. Raises
+    ``_OutOfTime``."""
+    for k in range(1, most + 1):
+        for at, root in enumerate(hosts):
+            if search.out_of_time():
+                raise _OutOfTime
+            if root not in known:
+                known.update(_guests(database, search.fleet, hosts[at : at + GUEST_READ_HOSTS]))
+            guests = {c: g for c, g in known[root].items() if c not in search.moved}
+            for chosen in itertools.islice(
+                itertools.combinations(sorted(guests), k), MAX_SETS_PER_HOST
+            ):
+                found = _try_set(search, root, chosen, guests)
+                if found is not None:
+                    moves, search.touched = found
+                    search.credit[root] = search.credited(root) + 1
+                    search.moved.update(chosen)
+                    return root, moves
+                if search.out_of_time():
+                    raise _OutOfTime
+    return None
 
 
 def defragment(
@@ -302,33 +371,34 @@ def defragment(
     options: NumaOptions | None = None,
     max_moves: int = 3,
     budget_s: float = 2.0,
+    instances: int = 1,
 ) -> DefragmentPlan:
-    """The plan of the module docstring for one instance of ``ask``'s flavor, within
-    ``budget_s`` seconds (wall; at most ``MAX_BUDGET_S``; the search stops
-    ``ANSWER_RESERVE_S``, at most a tenth of the budget, earlier, to answer within it) and
-    ``max_moves`` moves (at most ``MAX_MOVES``). Reads only. Raises ``InvalidFlavor`` (400)."""
+    """The plan of the module docstring for ``instances`` more instances of ``ask``'s flavor
+    (at most ``MAX_INSTANCES``), within ``budget_s`` seconds (wall; at most
+    ``MAX_BUDGET_S``; the search stops ``ANSWER_RESERVE_S``, at most a tenth of the budget,
+    earlier, to answer within it) and ``max_moves`` moves in all (at most ``MAX_MOVES``).
+    Reads only. Raises ``InvalidFlavor`` (400)."""
     options = options or NumaOptions()
     budget_s = min(budget_s, MAX_BUDGET_S)
     deadline = time.monotonic() + budget_s - min(ANSWER_RESERVE_S, budget_s / 10)
+    instances = max(1, min(instances, MAX_INSTANCES))
     fleet = engine.snapshot()
     plan = search_plan(numa_request(ask.flavor, ask.image, options, aliases=ask.aliases))
-    fits_now, hosts = _ordered_hosts(fleet, index, ask, options)
-    if fits_now:
+    base, hosts = _ordered_hosts(fleet, index, ask, options, instances)
+    search = _Search(engine, fleet, index, plan, base, deadline)
+    if search.total() >= instances:
         return DefragmentPlan(fits_now=True, found=True)
+    moves: list[Move] = []
+    gained: list[int] = []
     known: dict[int, Guests] = {}
-    for k in range(1, min(max_moves, MAX_MOVES) + 1):
-        for at, root in enumerate(hosts):
-            if time.monotonic() > deadline:
-                return DefragmentPlan(fits_now=False, found=False, timed_out=True)
-            if root not in known:
-                known.update(_guests(database, fleet, hosts[at : at + GUEST_READ_HOSTS]))
-            guests = known[root]
-            for chosen in itertools.islice(
-                itertools.combinations(sorted(guests), k), MAX_SETS_PER_HOST
-            ):
-                moves = _try_set(engine, fleet, index, root, plan, chosen, guests)
-                if moves is not None:
-                    return DefragmentPlan(False, True, moves, fleet.uuids[root])
-                if time.monotonic() > deadline:
-                    return DefragmentPlan(fits_now=False, found=False, timed_out=True)
-    return DefragmentPlan(fits_now=False, found=False)
+    most = min(max_moves, MAX_MOVES)
+    while search.total() < instances:
+        try:
+            step = _step(search, database, hosts, known, most - len(moves))
+        except _OutOfTime:
+            return DefragmentPlan(fits_now=False, found=False, timed_out=True)
+        if step is None:
+            return DefragmentPlan(fits_now=False, found=False)
+        gained.append(step[0])
+        moves.extend(step[1])
+    return DefragmentPlan(False, True, tuple(moves), fleet.uuids[gained[0]])

@@ -110,12 +110,14 @@ def fill_host(
     plan: SearchPlan,
     index: CellIndex,
     cap: int,
+    added: Taken | None = None,
 ) -> HostFill:
     """Place copies of the flavor of ``plan`` (searched under its request's options) on the
     host ``root`` (an index of ``fleet``) one after another until none fits or ``cap`` are
     placed (see the module docstring). ``index``: cell ids, distances, host names, as the
-    claim's search reads them. Pure: ``fleet`` is not changed."""
-    taken: dict[tuple[int, str], int] = {}
+    claim's search reads them; ``added``: usage to add first (by provider database id and
+    class; negative frees). Pure: ``fleet`` is not changed."""
+    taken: dict[tuple[int, str], int] = dict(added or {})
     placements: list[tuple[tuple[str, str, int], ...]] = []
     host = host_fleet(fleet, root, taken)
     while len(placements) < cap:

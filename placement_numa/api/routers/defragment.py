@@ -1,8 +1,9 @@
 """Route (extension): ``POST /allocation_candidates/defragment`` — guest moves after which a
 flavor fits (``services/defragment.py``; answered, never applied). Microversion 1.36+.
 
-Body: ``{"flavor": {...}, "image": {...}, "max_moves": 3, "time_budget_ms": 2000,
-"prefer_closest_numa_nodes": true, "topology_policy": null}``. Response (200)::
+Body: ``{"flavor": {...}, "image": {...}, "instances": 1, "max_moves": 3,
+"time_budget_ms": 2000, "prefer_closest_numa_nodes": true, "topology_policy": null}``
+(``instances``: 1 to 16, how many must fit after the moves). Response (200)::
 
     {"fits_now": false, "found": true, "host": "cn7", "timed_out": false,
      "moves": [{"consumer": "<uuid>", "from": {"host": "cn7", "uuid": "...", "cells": [0]},
@@ -46,6 +47,9 @@ class DefragmentBody(BaseModel):
 
     flavor: CapacityFlavor
     max_moves: Annotated[JsonInt, Field(ge=1, le=service.MAX_MOVES)] = 3
+    instances: Annotated[JsonInt, Field(ge=1, le=service.MAX_INSTANCES)] = Field(
+        1, description="how many instances of the flavor must fit after the moves"
+    )
     time_budget_ms: Annotated[JsonInt, Field(ge=1, le=int(service.MAX_BUDGET_S * 1000))] = 2000
     prefer_closest_numa_nodes: StrictBool = True
     topology_policy: str | None = Field(
@@ -71,8 +75,9 @@ def post_defragment(
     engine: EngineDep,
     index_cache: CellIndexDep,
 ) -> PlacementJSONResponse:
-    """A short list of moves after which one instance of the flavor fits
-    (``services/defragment.py``); writes nothing."""
+    """A short list of moves after which ``instances`` (default 1) instances of the flavor fit
+    (``services/defragment.py``); writes nothing. ``host``: the host room was made on first
+    (every move's ``from`` host gains room)."""
     data = validate_body(DefragmentBody, body)
     flavor = Flavor(**data.flavor.model_dump(exclude={"image"}))
     image = ImageProperties(data.flavor.image_properties()) if data.flavor.image else None
@@ -89,6 +94,7 @@ def post_defragment(
         ),
         max_moves=data.max_moves,
         budget_s=data.time_budget_ms / 1000,
+        instances=data.instances,
     )
     names = dict(index.host_names)
     answer = {
