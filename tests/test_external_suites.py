@@ -149,6 +149,15 @@ def _clouds(keystone: Keystone) -> dict[str, object]:
     }
 
 
+def _own_pytest(python: Path, tmp_path: Path) -> list[str]:
+    """The external suite's pytest command line with an empty configuration of its own: a
+    virtualenv inside our checkout (``.ci/run`` puts ``.sdk-venv`` there) would otherwise make
+    that pytest read our pyproject.toml (``-n auto``, markers) and stop on the unknown ``-n``."""
+    ini = tmp_path / "pytest.ini"
+    ini.write_text("[pytest]\n")
+    return [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", str(ini)]
+
+
 def test_openstacksdk_placement_functional_suite(
     sdk_python: Path, placement: tuple[Keystone, Path], tmp_path: Path
 ) -> None:
@@ -165,7 +174,7 @@ def test_openstacksdk_placement_functional_suite(
     env["OS_CLIENT_CONFIG_FILE"] = str(clouds)
     suite = str(Path(package).parent / SUITE)
     done = subprocess.run(
-        [str(sdk_python), "-m", "pytest", "-q", "-p", "no:cacheprovider", suite],
+        [*_own_pytest(sdk_python, tmp_path), suite],
         capture_output=True,
         text=True,
         env=env,
@@ -203,7 +212,7 @@ def test_osc_placement_tree_functional_suite(
         OS_IDENTITY_API_VERSION="3",
     )
     done = subprocess.run(
-        [str(sdk_python), "-m", "pytest", "-q", "-p", "no:cacheprovider", found.stdout.strip()],
+        [*_own_pytest(sdk_python, tmp_path), found.stdout.strip()],
         capture_output=True,
         text=True,
         env=env,
