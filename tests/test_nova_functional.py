@@ -58,15 +58,16 @@ def nova() -> str:
     return python
 
 
-def run_nova_tests(python: str, tmp_path: Path, *test_ids: str) -> str:
-    """Run ``test_ids`` in the Nova virtualenv; fails with the output tail unless all pass."""
+def _run_once(
+    python: str, tmp_path: Path, attempt: int, test_ids: tuple[str, ...]
+) -> tuple[bool, str]:
+    """One run of ``test_ids``: whether all passed, and the whole output (also kept in
+    ``tmp_path/nova-<attempt>.log`` for the Nova-side tracebacks the tail leaves out)."""
     server = shutil.which("placement-numa", path=str(Path(sys.executable).parent))
     assert server, "placement-numa is not installed in this virtualenv"
-    env = {
-        **os.environ,
-        "PLACEMENT_NUMA_SERVER": server,
-        "PLACEMENT_NUMA_FUNC_TMP": str(tmp_path),
-    }
+    workdir = tmp_path / f"attempt-{attempt}"
+    workdir.mkdir()
+    env = {**os.environ, "PLACEMENT_NUMA_SERVER": server, "PLACEMENT_NUMA_FUNC_TMP": str(workdir)}
     started = time.monotonic()
     done = subprocess.run(
         [python, str(RUNNER), *test_ids],
@@ -77,8 +78,24 @@ def run_nova_tests(python: str, tmp_path: Path, *test_ids: str) -> str:
         env=env,
     )
     output = done.stdout + done.stderr
-    print(f"{' '.join(test_ids)}: {time.monotonic() - started:.0f} s wall")
-    assert done.returncode == 0, output[-6000:]
+    (tmp_path / f"nova-{attempt}.log").write_text(output)
+    print(f"{' '.join(test_ids)}: {time.monotonic() - started:.0f} s wall (attempt {attempt})")
+    return done.returncode == 0, output
+
+
+def run_nova_tests(python: str, tmp_path: Path, *test_ids: str) -> str:
+    """Run ``test_ids`` in the Nova virtualenv; fails with the output tail unless all pass.
+
+    A failed run is run once more, and the first failure's tail is printed: under CI's load a
+    Nova API call inside Nova's own resize revert once answered 500 (TypeError, Nova-side; not
+    reproduced in seven runs alone or three at once), so one retry keeps CI about our answers.
+    Two failures in a row fail the test. Returns the passing run's output."""
+    passed, output = _run_once(python, tmp_path, 1, test_ids)
+    if passed:
+        return output
+    print(f"first run failed, running {' '.join(test_ids)} again:\n{output[-3000:]}")
+    passed, output = _run_once(python, tmp_path, 2, test_ids)
+    assert passed, output[-6000:]
     return output
 
 
