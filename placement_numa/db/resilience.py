@@ -57,6 +57,7 @@ API function.
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from dataclasses import dataclass
@@ -140,6 +141,24 @@ def classify(orig: BaseException | None) -> str | None:
     return None
 
 
+class _ResetOnLostConnection(logging.Filter):
+    """One warning line, no traceback, when the pool's reset (the rollback on check-in) finds
+    the connection already lost: a database node killed or failing over (Galera, a PostgreSQL
+    switch-over). SQLAlchemy logs that as an error with the whole traceback, although the pool
+    then invalidates the connection and the request that needs it answers 503 or is retried."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Shorten the record in place (always kept)."""
+        error = record.exc_info[1] if record.exc_info else None
+        if error is not None and str(record.msg).startswith("Exception during reset"):
+            record.msg = f"{record.msg}: {type(error).__name__}: {error}"
+            record.args = ()
+            record.exc_info = None
+            record.exc_text = None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
 class GuardedQueuePool(QueuePool):
     """``QueuePool`` whose checkout timeout is a 503 (``placement.db.pool_exhausted``)."""
 
@@ -156,6 +175,12 @@ class GuardedQueuePool(QueuePool):
                 "placement.db.pool_exhausted",
                 self.retry_after,
             ) from None
+
+
+# SQLAlchemy's pool logs through the logger named after the pool's class.
+logging.getLogger(f"{GuardedQueuePool.__module__}.{GuardedQueuePool.__name__}").addFilter(
+    _ResetOnLostConnection()
+)
 
 
 def _session_statements(dialect: str, options: DatabaseOptions) -> list[str]:
