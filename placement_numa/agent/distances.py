@@ -17,10 +17,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from placement_numa.agent.client import PlacementClient, PlacementClientError, ProviderConflict
+from placement_numa.agent.sync_report import SyncReport
 
 if TYPE_CHECKING:
     from placement_numa.agent.desired_tree import DesiredTree
-    from placement_numa.agent.sync import SyncReport
 
 __all__ = ["sync_distances", "distance_path", "matrix_document", "socket_document"]
 

@@ -26,8 +26,8 @@ device, one provider (``PciProvider``):
   ``COMPUTE_MANAGED_PCI_DEVICE`` (as Nova marks its PCI providers);
 * parent: the NUMA cell of ``numa_node``, or the compute node when it is -1 or not a cell.
 
-Errors: ``DeviceSpecError`` for a spec that is not Nova's format; ``SysfsError`` for an
-unreadable device file.
+Errors: ``DeviceSpecError`` for a spec that is not Nova's format; ``SysfsError``
+(``agent.sysfs_files``) for an unreadable device file.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from placement_numa.agent.sysfs import SysfsError
+from placement_numa.agent.sysfs_files import read_sysfs
 from placement_numa.numa.pci_alias import normalise_traits, pci_resource_class
 
 __all__ = [
@@ -188,10 +188,7 @@ def parse_device_specs(lines: Iterable[str]) -> tuple[DeviceSpec, ...]:
 
 
 def _read(path: Path) -> str:
-    try:
-        return path.read_text().strip()
-    except OSError as exc:
-        raise SysfsError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    return read_sysfs(path).strip()
 
 
 def _id(path: Path) -> str:

@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from placement_numa.agent.client import PlacementClient, PlacementClientError, ProviderRecord
+from placement_numa.agent.sync_report import SyncReport
 
 if TYPE_CHECKING:
     from placement_numa.agent.desired_tree import DesiredTree
-    from placement_numa.agent.sync import SyncReport
 
 __all__ = ["PLAN_PATH", "topology_document", "reshape_with_planner", "apply_plan"]
 

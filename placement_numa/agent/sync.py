@@ -32,9 +32,9 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import TypeVar
 
+from placement_numa.agent import distances
 from placement_numa.agent.client import (
     NotFoundError,
     PlacementClient,
@@ -59,6 +59,7 @@ from placement_numa.agent.ownership import (
     refusal,
     takeover_refusal,
 )
+from placement_numa.agent.sync_report import SyncReport
 
 __all__ = ["SyncReport", "SyncError", "ReshapeRequired", "NovaManagedTree", "sync"]
 
@@ -74,27 +75,6 @@ class SyncError(RuntimeError):
 
 class ReshapeRequired(SyncError):
     """The compute node is flat with allocations and no reshape planner is available."""
-
-
-@dataclass
-class SyncReport:
-    """What one run did: ``changes`` (one line per write), ``kept`` (vanished providers left in
-    place because of allocations), ``notes`` (skipped steps), ``writes`` (requests sent)."""
-
-    changes: list[str] = field(default_factory=list)
-    kept: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    writes: int = 0
-
-    def change(self, text: str) -> None:
-        """Record a write the run made (also logged at INFO)."""
-        self.changes.append(text)
-        LOG.info("%s", text)
-
-    def note(self, text: str) -> None:
-        """Record a step the run skipped or could not do (also logged at WARNING)."""
-        self.notes.append(text)
-        LOG.warning("%s", text)
 
 
 def _retrying(action: Callable[[], T], what: str, max_retries: int) -> T:
@@ -351,8 +331,6 @@ class _Syncer:
     # -- 6 ---------------------------------------------------------------------------------------
 
     def _sync_distances(self) -> None:
-        from placement_numa.agent import distances  # local: optional extension API
-
         distances.sync_distances(self.client, self.tree, self.uuids, self.report)
 
 

@@ -23,12 +23,10 @@ import mmap
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from placement_numa.agent.pci import PciDevice, discover_pci
+from placement_numa.agent.sysfs_files import SysfsError, read_sysfs
 from placement_numa.numa.cpu_spec import CpuSpecError, parse_cpu_spec
-
-if TYPE_CHECKING:
-    from placement_numa.agent.pci import PciDevice
 
 __all__ = [
     "SysfsError",
@@ -45,10 +43,6 @@ _NODE_DIR = re.compile(r"^node(\d+)$")
 _CPU_DIR = re.compile(r"^cpu(\d+)$")
 _HUGEPAGES_DIR = re.compile(r"^hugepages-(\d+)kB$")
 _MEMTOTAL = re.compile(r"MemTotal:\s*(\d+)\s*kB")
-
-
-class SysfsError(RuntimeError):
-    """A sysfs file is missing or malformed; the message names the file."""
 
 
 @dataclass(frozen=True)
@@ -116,15 +110,8 @@ class HostTopology:
         return self.distances[ids.index(from_cell)][ids.index(to_cell)]
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_text()
-    except OSError as exc:
-        raise SysfsError(f"cannot read {path}: {exc.strerror or exc}") from exc
-
-
 def _read_int(path: Path) -> int:
-    text = _read(path).strip()
+    text = read_sysfs(path).strip()
     try:
         return int(text)
     except ValueError as exc:
@@ -133,13 +120,13 @@ def _read_int(path: Path) -> int:
 
 def _read_cpulist(path: Path) -> frozenset[int]:
     try:
-        return parse_cpu_spec(_read(path).strip())
+        return parse_cpu_spec(read_sysfs(path).strip())
     except CpuSpecError as exc:
         raise SysfsError(f"{path}: {exc}") from exc
 
 
 def _memtotal_kb(path: Path) -> int:
-    match = _MEMTOTAL.search(_read(path))
+    match = _MEMTOTAL.search(read_sysfs(path))
     if match is None:
         raise SysfsError(f"{path} has no 'MemTotal: <n> kB' line")
     return int(match.group(1))
@@ -219,7 +206,7 @@ def _numa_cells(
                 socket=_socket(sysfs, cpus),
             )
         )
-        row_text = _read(path / "distance").split()
+        row_text = read_sysfs(path / "distance").split()
         try:
             row = tuple(int(value) for value in row_text)
         except ValueError as exc:
@@ -230,12 +217,6 @@ def _numa_cells(
             )
         distances.append(row)
     return tuple(cells), tuple(distances)
-
-
-def _pci(sysfs: Path) -> tuple[PciDevice, ...]:
-    from placement_numa.agent.pci import discover_pci
-
-    return discover_pci(sysfs)
 
 
 def discover(
@@ -274,5 +255,5 @@ def discover(
         distances=distances,
         thread_siblings=_thread_siblings(sysfs, all_cpus),
         small_page_kb=page_kb,
-        pci_devices=_pci(sysfs),
+        pci_devices=discover_pci(sysfs),
     )

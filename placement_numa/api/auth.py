@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
 from oslo_config import cfg
 from oslo_context.context import RequestContext
 
+from placement_numa.api.identity import context_from_identity
 from placement_numa.errors import Unauthorized
 
 __all__ = [
@@ -55,17 +56,6 @@ class Authenticator(Protocol):
 
         Raises ``Unauthorized`` (401) for a missing or invalid token.
         """
-
-
-def context_from_identity(environ: Mapping[str, Any], request_id: str) -> RequestContext:
-    """A ``RequestContext`` from identity headers in WSGI form (``HTTP_X_USER_ID``, ...).
-
-    Raises ``Unauthorized`` when no user is named (as Placement's keystone context middleware).
-    """
-    context = RequestContext.from_environ(dict(environ), request_id=request_id)
-    if context.user_id is None:
-        raise Unauthorized("The request you have made requires authentication.")
-    return context
 
 
 class NoAuth2:

@@ -27,7 +27,7 @@ from oslo_config import cfg
 from oslo_context.context import RequestContext
 from starlette.concurrency import run_in_threadpool
 
-from placement_numa.api.auth import context_from_identity
+from placement_numa.api.identity import context_from_identity
 from placement_numa.conf import ConfigFileError
 from placement_numa.errors import PlacementError, Unauthorized
 

@@ -42,6 +42,7 @@ from sqlalchemy.engine import Connection, Engine
 from placement_numa.db import adopt_schema, tables
 from placement_numa.db.adopt_progress import TableProgress, row_counts
 from placement_numa.db.migrate import alembic_config
+from placement_numa.db.upstream_revisions import UPSTREAM_HEAD, UPSTREAM_REVISIONS
 
 __all__ = [
     "UPSTREAM_HEAD",
@@ -57,10 +58,6 @@ __all__ = [
     "extension_tables",
     "our_head",
 ]
-
-UPSTREAM_HEAD = "a082b8bb98d0"
-# Placement's alembic chain, oldest first (placement/db/sqlalchemy/alembic/versions).
-UPSTREAM_REVISIONS = ("b4ed3a175331", "611cd6dffd7b", "b5c396305c25", "422ece571366", UPSTREAM_HEAD)
 
 State = Literal["empty", "upstream", "upstream-old", "ours", "unknown"]
 Log = Callable[[str], None]

@@ -27,6 +27,7 @@ from sqlalchemy import create_engine
 from sqlalchemy.pool import NullPool
 
 from placement_numa.db.migration_lock import migration_lock
+from placement_numa.db.upstream_revisions import UPSTREAM_HEAD, UPSTREAM_REVISIONS
 
 __all__ = [
     "alembic_config",
@@ -90,8 +91,6 @@ def head(migrations_dir: Path | None = None) -> str:
 
 def _check_ours(database_url: str, migrations_dir: Path | None) -> str | None:
     """The current revision, after making sure it is ours (or none); raises ``ForeignSchema``."""
-    from placement_numa.db.adopt import UPSTREAM_HEAD, UPSTREAM_REVISIONS
-
     revision = current(database_url)
     if revision is None:
         return None
