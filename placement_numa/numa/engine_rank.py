@@ -13,29 +13,17 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from placement_numa.engine.candidates import Candidate, Layout
 from placement_numa.engine.fleet import FleetSnapshot
 from placement_numa.engine.protocol import RootBoundView
+from placement_numa.numa.cell_index import CellIndex
 from placement_numa.numa.host_view import HostView, host_view
 from placement_numa.numa.rank_bound import relaxed_best_key
-from placement_numa.numa.rank_distance import Distances
 from placement_numa.numa.ranking import HostCells, NumaScore, rank_key, score
 
 __all__ = ["CellIndex", "NumaBound", "NumaRanker"]
-
-
-@dataclass(frozen=True)
-class CellIndex:
-    """What SQL knows and the snapshot does not: cell ids by cell provider uuid, SLIT
-    matrices by root provider uuid, and compute node names by root provider uuid."""
-
-    cell_ids: Mapping[str, int] = field(default_factory=dict)
-    distances: Mapping[str, Distances] = field(default_factory=dict)
-    host_names: Mapping[str, str] = field(default_factory=dict)
-    sockets: Mapping[str, Mapping[int, int]] = field(default_factory=dict)
 
 
 class NumaRanker:

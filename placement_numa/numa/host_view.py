@@ -23,16 +23,14 @@ from __future__ import annotations
 
 import gc
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy
 import os_traits
 
 from placement_numa.engine.fleet import FleetSnapshot
+from placement_numa.numa.cell_index import CellIndex
 from placement_numa.numa.ranking import HostCells
-
-if TYPE_CHECKING:
-    from placement_numa.numa.engine_rank import CellIndex
 
 __all__ = ["HostView", "HostEntry", "host_view"]
 

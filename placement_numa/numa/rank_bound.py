@@ -76,42 +76,84 @@ def relaxed_best_key(
     another (``same_subtree`` is then not checked).
     """
     slots = plan.slots
-    n = len(slots)
-    providers = fleet.providers
     cpu = set(cpu_classes)
-    classes: list[list[_Class]] = []
-    by_cell: list[dict[int | None, list[_Class]]] = []
-    for k, slot in enumerate(slots):
-        amount = sum(a for rc, a in slot.resources if rc in cpu)
-        cls = _classes(options[k], amount, cell_of, cell_providers)
-        classes.append(cls)
-        index: dict[int | None, list[_Class]] = {}
-        for c in cls:
-            index.setdefault(c[0], []).append(c)
-        by_cell.append(index)
-    isolate = [plan.isolate and slot.suffixed for slot in slots]
-    anchor = [slot.suffixed and slot.group in distinct_groups for slot in slots]
-    # same_subtree sets as slot lists; strict sets have no member slot outside every cell
-    sets: list[list[int]] = []
+    classes = [
+        _classes(
+            options[k], sum(a for rc, a in slot.resources if rc in cpu), cell_of, cell_providers
+        )
+        for k, slot in enumerate(slots)
+    ]
+    search = _RelaxedSearch(plan, classes, fleet, key_of)
+    search.isolate = [plan.isolate and slot.suffixed for slot in slots]
+    search.anchor = [slot.suffixed and slot.group in distinct_groups for slot in slots]
     if not nested_cells:
+        search.add_subtree_sets(plan)
+        search.link_alike_sets(options)
+    search.visit(0)
+    return search.best
+
+
+class _RelaxedSearch:
+    """The depth-first search of ``relaxed_best_key``: one class per slot, the smallest key."""
+
+    def __init__(
+        self,
+        plan: PlanShape,
+        classes: list[list[_Class]],
+        fleet: FleetSnapshot,
+        key_of: Callable[[tuple[tuple[int, int], ...]], Any],
+    ) -> None:
+        self.slots = plan.slots
+        n = len(self.slots)
+        self.n = n
+        self.classes = classes
+        self.by_cell: list[dict[int | None, list[_Class]]] = []
+        for cls in classes:
+            index: dict[int | None, list[_Class]] = {}
+            for c in cls:
+                index.setdefault(c[0], []).append(c)
+            self.by_cell.append(index)
+        self.providers = fleet.providers
+        self.key_of = key_of
+        self.isolate = [False] * n
+        self.anchor = [False] * n
+        # same_subtree sets as slot lists; strict sets have no member slot outside every cell
+        self.sets: list[list[int]] = []
+        self.strict: list[bool] = []
+        self.sets_of_slot: list[list[int]] = [[] for _ in range(n)]
+        self.last_of_set: list[int] = []
+        self.set_cells: list[list[int | None]] = []
+        # first slot of the previous alike set, for a set's first slot (``link_alike_sets``)
+        self.after: list[int] = [-1] * n
+        self.position = [0] * n  # class position taken by each slot
+        self.touched: dict[int, int] = {}  # cell -> CPUs taken on the cell provider
+        self.slots_on: dict[int, int] = {}  # cell -> slots assigned there
+        self.consumption: dict[tuple[int, str], int] = {}
+        self.isolated: set[int] = set()
+        self.anchored: set[int] = set()
+        self.best: Any = None
+        self.keys: dict[tuple[tuple[int, int], ...], Any] = {}
+
+    def add_subtree_sets(self, plan: PlanShape) -> None:
+        """The plan's ``same_subtree`` sets of more than one slot (cells not nested)."""
         for members in plan.subtree_sets:
-            ks = sorted(k for k, slot in enumerate(slots) if slot.group in members)
+            ks = sorted(k for k, slot in enumerate(self.slots) if slot.group in members)
             if len(ks) > 1:
-                sets.append(ks)
-    strict = [all(None not in by_cell[k] for k in ks) for ks in sets]
-    sets_of_slot: list[list[int]] = [[] for _ in range(n)]
-    for s, ks in enumerate(sets):
-        for k in ks:
-            sets_of_slot[k].append(s)
-    last_of_set = [ks[-1] for ks in sets]
-    set_cells: list[list[int | None]] = [[] for _ in sets]
-    # Interchangeable guest cells: consecutive same_subtree sets of contiguous slots, each slot
-    # in one set only, slot by slot alike (options, amounts, isolation). Swapping two such sets'
-    # assignments keeps every check and the key, so only assignments whose first slots take
-    # non-decreasing class positions are visited.
-    after: list[int] = [-1] * n  # first slot of the previous alike set, for a set's first slot
-    if not nested_cells:
-        owners = [len(sets_of_slot[k]) for k in range(n)]
+                self.sets.append(ks)
+        self.strict = [all(None not in self.by_cell[k] for k in ks) for ks in self.sets]
+        for s, ks in enumerate(self.sets):
+            for k in ks:
+                self.sets_of_slot[k].append(s)
+        self.last_of_set = [ks[-1] for ks in self.sets]
+        self.set_cells = [[] for _ in self.sets]
+
+    def link_alike_sets(self, options: Sequence[Sequence[int]]) -> None:
+        """Interchangeable guest cells: consecutive same_subtree sets of contiguous slots, each
+        slot in one set only, slot by slot alike (options, amounts, isolation). Swapping two
+        such sets' assignments keeps every check and the key, so only assignments whose first
+        slots take non-decreasing class positions are visited (``after``)."""
+        slots, isolate, anchor, sets = self.slots, self.isolate, self.anchor, self.sets
+        owners = [len(of) for of in self.sets_of_slot]
 
         def alike(a: list[int], b: list[int]) -> bool:
             return len(a) == len(b) and all(
@@ -130,98 +172,101 @@ def relaxed_best_key(
                 and b == list(range(b[0], b[-1] + 1))
                 and alike(a, b)
             ):
-                after[b[0]] = a[0]
-    position = [0] * n  # class position taken by each slot
+                self.after[b[0]] = a[0]
 
-    touched: dict[int, int] = {}  # cell -> CPUs taken on the cell provider
-    slots_on: dict[int, int] = {}  # cell -> slots assigned there
-    consumption: dict[tuple[int, str], int] = {}
-    isolated: set[int] = set()
-    anchored: set[int] = set()
-    best: list[Any] = [None]
-    keys: dict[tuple[tuple[int, int], ...], Any] = {}
-
-    def fits(p: int, resources: tuple[tuple[str, int], ...]) -> bool:
-        return fits_summed(providers[p].inventories, consumption, p, resources)
-
-    def admissible(k: int, cell: int | None) -> bool:
-        for s in sets_of_slot[k]:
-            cells = set_cells[s]
-            if strict[s]:
+    def admissible(self, k: int, cell: int | None) -> bool:
+        """Whether slot ``k`` may take a class on ``cell`` (its same_subtree sets)."""
+        for s in self.sets_of_slot[k]:
+            cells = self.set_cells[s]
+            if self.strict[s]:
                 if cells and cells[0] != cell:
                     return False
-            elif k == last_of_set[s] and cell is not None and None not in cells:
+            elif k == self.last_of_set[s] and cell is not None and None not in cells:
                 if any(c != cell for c in cells):
                     return False
         return True
 
-    def visit(k: int) -> None:
-        if k == n:
-            used = tuple(sorted(touched.items()))
-            key = keys.get(used)
-            if key is None:
-                key = keys[used] = key_of(used)
-            if best[0] is None or key < best[0]:
-                best[0] = key
-            return
-        choices: list[_Class] = classes[k]
-        start = position[after[k]] if after[k] >= 0 else 0
-        for s in sets_of_slot[k]:
-            if strict[s] and set_cells[s]:
-                choices = by_cell[k].get(set_cells[s][0], [])
-                break
-        resources = slots[k].resources
-        for at in range(start, len(choices)):
-            cell, cpus, single = choices[at]
-            position[k] = at
-            if (
-                cell is not None
-                and cell not in touched
-                and best[0] is not None
-                and len(touched) + 1 > best[0][0]
-            ):
-                continue  # wider than the best key found
-            if single >= 0 and (
-                (isolate[k] and single in isolated)
-                or (anchor[k] and single in anchored)
-                or not fits(single, resources)
-            ):
-                continue
-            if not admissible(k, cell):
-                continue
-            if cell is not None:
-                touched[cell] = touched.get(cell, 0) + cpus
-                slots_on[cell] = slots_on.get(cell, 0) + 1
-            if single >= 0:
-                for rc, amount in resources:
-                    consumption[(single, rc)] = consumption.get((single, rc), 0) + amount
-                if isolate[k]:
-                    isolated.add(single)
-                if anchor[k]:
-                    anchored.add(single)
-            for s in sets_of_slot[k]:
-                set_cells[s].append(cell)
-            visit(k + 1)
-            for s in sets_of_slot[k]:
-                set_cells[s].pop()
-            if single >= 0:
-                for rc, amount in resources:
-                    left = consumption[(single, rc)] - amount
-                    if left:
-                        consumption[(single, rc)] = left
-                    else:
-                        del consumption[(single, rc)]
-                if isolate[k]:
-                    isolated.discard(single)
-                if anchor[k]:
-                    anchored.discard(single)
-            if cell is not None:
-                slots_on[cell] -= 1
-                if slots_on[cell]:
-                    touched[cell] -= cpus
-                else:
-                    del slots_on[cell]
-                    del touched[cell]
+    def passes(self, k: int, choice: _Class) -> bool:
+        """Whether slot ``k`` may take ``choice`` given the slots before it."""
+        cell, _, single = choice
+        best = self.best
+        if cell is not None and cell not in self.touched and best is not None:
+            if len(self.touched) + 1 > best[0]:
+                return False  # wider than the best key found
+        if single >= 0:
+            if self.isolate[k] and single in self.isolated:
+                return False
+            if self.anchor[k] and single in self.anchored:
+                return False
+            inventories = self.providers[single].inventories
+            if not fits_summed(inventories, self.consumption, single, self.slots[k].resources):
+                return False
+        return self.admissible(k, cell)
 
-    visit(0)
-    return best[0]
+    def visit(self, k: int) -> None:
+        """Try every admissible class for slot ``k`` and the slots after it."""
+        if k == self.n:
+            used = tuple(sorted(self.touched.items()))
+            key = self.keys.get(used)
+            if key is None:
+                key = self.keys[used] = self.key_of(used)
+            if self.best is None or key < self.best:
+                self.best = key
+            return
+        choices: list[_Class] = self.classes[k]
+        after = self.after[k]
+        start = self.position[after] if after >= 0 else 0
+        for s in self.sets_of_slot[k]:
+            if self.strict[s] and self.set_cells[s]:
+                choices = self.by_cell[k].get(self.set_cells[s][0], [])
+                break
+        for at in range(start, len(choices)):
+            choice = choices[at]
+            self.position[k] = at
+            if not self.passes(k, choice):
+                continue
+            self.take(k, choice)
+            self.visit(k + 1)
+            self.release(k, choice)
+
+    def take(self, k: int, choice: _Class) -> None:
+        """Assign ``choice`` to slot ``k``."""
+        cell, cpus, single = choice
+        if cell is not None:
+            self.touched[cell] = self.touched.get(cell, 0) + cpus
+            self.slots_on[cell] = self.slots_on.get(cell, 0) + 1
+        if single >= 0:
+            consumption = self.consumption
+            for rc, amount in self.slots[k].resources:
+                consumption[(single, rc)] = consumption.get((single, rc), 0) + amount
+            if self.isolate[k]:
+                self.isolated.add(single)
+            if self.anchor[k]:
+                self.anchored.add(single)
+        for s in self.sets_of_slot[k]:
+            self.set_cells[s].append(cell)
+
+    def release(self, k: int, choice: _Class) -> None:
+        """Undo ``take(k, choice)``."""
+        cell, cpus, single = choice
+        for s in self.sets_of_slot[k]:
+            self.set_cells[s].pop()
+        if single >= 0:
+            consumption = self.consumption
+            for rc, amount in self.slots[k].resources:
+                left = consumption[(single, rc)] - amount
+                if left:
+                    consumption[(single, rc)] = left
+                else:
+                    del consumption[(single, rc)]
+            if self.isolate[k]:
+                self.isolated.discard(single)
+            if self.anchor[k]:
+                self.anchored.discard(single)
+        if cell is not None:
+            self.slots_on[cell] -= 1
+            if self.slots_on[cell]:
+                self.touched[cell] -= cpus
+            else:
+                del self.slots_on[cell]
+                del self.touched[cell]
