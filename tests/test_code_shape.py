@@ -23,10 +23,6 @@ ALLOWED_LONG_FUNCTIONS = {
     # numa/rank_bound.py is lane scale30's: split with the engine's fit check (issue 27, step 4).
     "numa/rank_bound.py:relaxed_best_key",
     # lane funcs27 is splitting these now (issue 27).
-    "services/reshaper.py:apply_plan",
-    "observability/metrics.py:__init__",
-    "reshape/planner.py:plan_to_numa",
-    "reshape/planner.py:plan_to_flat",
     "db/adopt_schema.py:upstream",
     "db/repositories/allocations.py:replace_allocations",
 }

@@ -69,6 +69,15 @@ class Metrics:
         self._collectors: list[Any] = []
         registry = None if self.multiprocess else self.registry
         kw: dict[str, Any] = {"registry": registry}
+        self._add_http_metrics(kw)
+        self._add_search_metrics(kw)
+        self._add_fleet_metrics(kw)
+        for ranked in ("true", "false"):  # every search series exists from the start
+            self.search_cap_hits.labels(ranked)
+        self._add_pool_metrics(kw)
+
+    def _add_http_metrics(self, kw: dict[str, Any]) -> None:
+        """The request series (``http_*``); ``kw`` holds the registry (None: multiprocess)."""
         self.http_requests = Counter(
             PREFIX + "http_requests_total",
             "HTTP requests by route template, method and status.",
@@ -82,6 +91,9 @@ class Metrics:
             buckets=DURATION_BUCKETS,
             **kw,
         )
+
+    def _add_search_metrics(self, kw: dict[str, Any]) -> None:
+        """The candidate search series (``candidate_search*``, labelled ``ranked``)."""
         self.searches = Counter(
             PREFIX + "candidate_searches_total", "Candidate searches.", ["ranked"], **kw
         )
@@ -112,6 +124,9 @@ class Metrics:
             ["ranked"],
             **kw,
         )
+
+    def _add_fleet_metrics(self, kw: dict[str, Any]) -> None:
+        """The fleet snapshot series (``fleet_refresh*``, ``fleet_revision*``, providers)."""
         self.fleet_refreshes = Counter(
             PREFIX + "fleet_refreshes_total",
             "Fleet snapshot refreshes (incremental: patched from the change log; full: loaded).",
@@ -143,8 +158,9 @@ class Metrics:
             multiprocess_mode="livemax",
             **kw,
         )
-        for ranked in ("true", "false"):  # every search series exists from the start
-            self.search_cap_hits.labels(ranked)
+
+    def _add_pool_metrics(self, kw: dict[str, Any]) -> None:
+        """The database connection pool series (``db_pool_*``)."""
         self.pool_checked_out = Gauge(
             PREFIX + "db_pool_checked_out",
             "Database connections checked out of the pool (in use).",

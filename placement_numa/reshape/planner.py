@@ -22,6 +22,7 @@ Rules (Nova spec "NUMA Topology with Resource Providers"; Placement's reshaper, 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from math import gcd
 from typing import Any
 
@@ -141,32 +142,99 @@ def plan_to_numa(host: HostState, topology: Topology, *, policy: Policy = "pack"
             f"host {host.host} already has NUMA cell providers; plan to_flat first"
         )
     root = host.root
-    flat = {rc: inv for rc, inv in root.inventories.items() if rc in NUMA_CLASSES}
     name = host.host
-    created: list[NewProvider] = []
-    inventories: dict[str, dict[str, Any]] = {
-        root.uuid: {
-            "resource_provider_generation": root.generation,
-            "inventories": {
-                rc: inv.as_dict()
-                for rc, inv in sorted(root.inventories.items())
-                if rc not in NUMA_CLASSES
-            },
-        }
-    }
-    bins: list[Bin] = []
-    cell_uuid: dict[int, str] = {}
-    page_uuid: dict[tuple[int, int], str] = {}
-    names: dict[str, str] = {root.uuid: name}
+    tree = _numa_tree(root, name, topology)
     summary = [f"host {name}: reshape flat -> {len(topology.cells)} NUMA cells ({policy})"]
+    summary += tree.summary
+    moving = [
+        c
+        for c in host.consumers
+        if any(c.allocations.get(root.uuid, {}).get(rc) for rc in NUMA_CLASSES)
+    ]
+    items = [_item(c, topology, root) for c in moving]
+    placed = fit(items, tree.bins, policy=policy)
+    new_allocs: dict[str, dict[str, dict[str, int]]] = {}
+    placements: dict[str, dict[str, dict[str, int]]] = {}
+    for consumer in moving:
+        new_allocs[consumer.uuid], placements[consumer.uuid] = _placed_allocations(
+            consumer, placed[consumer.uuid], root.uuid, tree
+        )
+        summary.append(
+            f"  consumer {consumer.uuid} -> "
+            + "; ".join(
+                f"{p}: " + ", ".join(f"{rc} {v}" for rc, v in sorted(r.items()))
+                for p, r in sorted(placements[consumer.uuid].items())
+            )
+        )
+    typed = _typed(moving)
+    allocations = {c.uuid: _consumer_entry(c, new_allocs[c.uuid], typed) for c in moving}
+    before = _numa_usages(moving, {c.uuid: c.allocations for c in moving}, set(tree.names))
+    after = _numa_usages(moving, new_allocs, set(tree.names))
+    summary.append(f"  usages before {_usages_text(before)}, after {_usages_text(after)}")
+    if topology.distances is None:
+        summary.append("  no distance matrix given")
+    moves = devices_to_cells(host, topology, tree.cell_uuid)
+    summary += [
+        f"  move device provider {m.name} under {tree.names[m.parent_provider_uuid]}" for m in moves
+    ]
+    return Plan(
+        direction="to_numa",
+        host=name,
+        root_provider_uuid=root.uuid,
+        microversion="1.38" if typed else "1.30",
+        body={"inventories": tree.inventories, "allocations": allocations},
+        create_providers=tuple(tree.created),
+        reparent_providers=moves,
+        distances=topology.distance_document(),
+        placements=placements,
+        usages_before=before,
+        usages_after=after,
+        summary=tuple(summary),
+    )
+
+
+@dataclass
+class _NumaTree:
+    """The NUMA tree a to_numa plan creates under the compute node, as the plan's pieces.
+
+    ``created``: the cell and page-size providers, parents first; ``inventories``: the reshaper
+    body's inventories by provider uuid (the compute node's without the NUMA classes, then each
+    new provider's); ``bins``: the cells' capacities and limits for ``fit`` (CPU classes and
+    ``MEMORY_MB:<KiB>`` page slots); ``cell_uuid``: cell id -> provider uuid; ``page_uuid``:
+    (cell id, page KiB) -> provider uuid; ``names``: provider uuid -> name (the compute node
+    included); ``summary``: one ``create`` line per cell.
+    """
+
+    created: list[NewProvider] = field(default_factory=list)
+    inventories: dict[str, dict[str, Any]] = field(default_factory=dict)
+    bins: list[Bin] = field(default_factory=list)
+    cell_uuid: dict[int, str] = field(default_factory=dict)
+    page_uuid: dict[tuple[int, int], str] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)
+    summary: list[str] = field(default_factory=list)
+
+
+def _numa_tree(root: ProviderState, name: str, topology: Topology) -> _NumaTree:
+    """The cell and page-size providers of ``topology`` under the compute node ``root`` (named
+    ``name``), their inventories carried over from its flat ones (module docstring's rules)."""
+    flat = {rc: inv for rc, inv in root.inventories.items() if rc in NUMA_CLASSES}
+    tree = _NumaTree(names={root.uuid: name})
+    tree.inventories[root.uuid] = {
+        "resource_provider_generation": root.generation,
+        "inventories": {
+            rc: inv.as_dict()
+            for rc, inv in sorted(root.inventories.items())
+            if rc not in NUMA_CLASSES
+        },
+    }
     for index, cell in enumerate(topology.cells):
         cpus, pages = _cell_inventories(cell, flat, topology, first=index == 0)
         cname = cell_provider_name(name, cell.id)
         cuuid = child_uuid(root.uuid, cname)
-        cell_uuid[cell.id] = cuuid
-        names[cuuid] = cname
-        created.append(NewProvider(cuuid, cname, root.uuid, (HW_NUMA_ROOT,)))
-        inventories[cuuid] = {
+        tree.cell_uuid[cell.id] = cuuid
+        tree.names[cuuid] = cname
+        tree.created.append(NewProvider(cuuid, cname, root.uuid, (HW_NUMA_ROOT,)))
+        tree.inventories[cuuid] = {
             "resource_provider_generation": GENERATION_AFTER_CREATE,
             "inventories": {rc: inv.as_dict() for rc, inv in sorted(cpus.items())},
         }
@@ -179,11 +247,11 @@ def plan_to_numa(host: HostState, topology: Topology, *, policy: Policy = "pack"
         for size_kb, inv in sorted(pages.items()):
             pname = page_provider_name(name, cell.id, size_kb)
             puuid = child_uuid(root.uuid, pname)
-            page_uuid[(cell.id, size_kb)] = puuid
-            names[puuid] = pname
+            tree.page_uuid[(cell.id, size_kb)] = puuid
+            tree.names[puuid] = pname
             kind = PAGE_SIZE_SMALL if size_kb == topology.small_page_size_kb else PAGE_SIZE_LARGE
-            created.append(NewProvider(puuid, pname, cuuid, (kind, page_size_trait(size_kb))))
-            inventories[puuid] = {
+            tree.created.append(NewProvider(puuid, pname, cuuid, (kind, page_size_trait(size_kb))))
+            tree.inventories[puuid] = {
                 "resource_provider_generation": GENERATION_AFTER_CREATE,
                 "inventories": {"MEMORY_MB": inv.as_dict()},
             }
@@ -191,71 +259,37 @@ def plan_to_numa(host: HostState, topology: Topology, *, policy: Policy = "pack"
             capacity[slot] = inv.capacity
             limits[slot] = Limits(inv.min_unit, inv.as_dict()["max_unit"], inv.step_size)
             described.append(f"MEMORY_MB {inv.total} in {size_kb} KiB pages")
-        bins.append(Bin(cell.id, capacity, limits))
-        summary.append(f"  create {cname}: " + ", ".join(described))
+        tree.bins.append(Bin(cell.id, capacity, limits))
+        tree.summary.append(f"  create {cname}: " + ", ".join(described))
+    return tree
 
-    moving = [
-        c
-        for c in host.consumers
-        if any(c.allocations.get(root.uuid, {}).get(rc) for rc in NUMA_CLASSES)
-    ]
-    items = [_item(c, topology, root) for c in moving]
-    placed = fit(items, bins, policy=policy)
-    allocations: dict[str, dict[str, Any]] = {}
-    new_allocs: dict[str, dict[str, dict[str, int]]] = {}
-    placements: dict[str, dict[str, dict[str, int]]] = {}
-    for consumer in moving:
-        allocs = {rp: dict(res) for rp, res in consumer.allocations.items()}
-        allocs[root.uuid] = {
-            rc: v for rc, v in allocs.get(root.uuid, {}).items() if rc not in NUMA_CLASSES
-        }
-        where: dict[str, dict[str, int]] = {}
-        for cell_id, piece in placed[consumer.uuid]:
-            for slot, amount in piece.items():
-                if not amount:
-                    continue
-                if slot in CPU_CLASSES:
-                    rp, rc = cell_uuid[cell_id], slot
-                else:
-                    rp, rc = page_uuid[(cell_id, int(slot.split(":")[1]))], "MEMORY_MB"
-                allocs.setdefault(rp, {})[rc] = allocs.get(rp, {}).get(rc, 0) + amount
-                where.setdefault(names[rp], {})[rc] = amount
-        allocs = {rp: res for rp, res in allocs.items() if any(res.values())}
-        new_allocs[consumer.uuid] = allocs
-        placements[consumer.uuid] = where
-        summary.append(
-            f"  consumer {consumer.uuid} -> "
-            + "; ".join(
-                f"{p}: " + ", ".join(f"{rc} {v}" for rc, v in sorted(r.items()))
-                for p, r in sorted(where.items())
-            )
-        )
-    typed = _typed(moving)
-    for consumer in moving:
-        allocations[consumer.uuid] = _consumer_entry(consumer, new_allocs[consumer.uuid], typed)
-    before = _numa_usages(moving, {c.uuid: c.allocations for c in moving}, set(names))
-    after = _numa_usages(moving, new_allocs, set(names))
-    summary.append(f"  usages before {_usages_text(before)}, after {_usages_text(after)}")
-    if topology.distances is None:
-        summary.append("  no distance matrix given")
-    moves = devices_to_cells(host, topology, cell_uuid)
-    summary += [
-        f"  move device provider {m.name} under {names[m.parent_provider_uuid]}" for m in moves
-    ]
-    return Plan(
-        direction="to_numa",
-        host=name,
-        root_provider_uuid=root.uuid,
-        microversion="1.38" if typed else "1.30",
-        body={"inventories": inventories, "allocations": allocations},
-        create_providers=tuple(created),
-        reparent_providers=moves,
-        distances=topology.distance_document(),
-        placements=placements,
-        usages_before=before,
-        usages_after=after,
-        summary=tuple(summary),
-    )
+
+def _placed_allocations(
+    consumer: ConsumerState,
+    pieces: list[tuple[int, Mapping[str, int]]],
+    root_uuid: str,
+    tree: _NumaTree,
+) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
+    """A moving consumer's allocations once ``fit`` placed it (``pieces``: (cell id, {slot:
+    amount}), slots ``VCPU``/``PCPU`` or ``MEMORY_MB:<KiB>``): ``({provider uuid: {class:
+    amount}}, {provider name: {class: amount}})``, the second only what moved onto the tree.
+    Its NUMA classes leave the compute node ``root_uuid``; its other allocations stay."""
+    allocs = {rp: dict(res) for rp, res in consumer.allocations.items()}
+    allocs[root_uuid] = {
+        rc: v for rc, v in allocs.get(root_uuid, {}).items() if rc not in NUMA_CLASSES
+    }
+    where: dict[str, dict[str, int]] = {}
+    for cell_id, piece in pieces:
+        for slot, amount in piece.items():
+            if not amount:
+                continue
+            if slot in CPU_CLASSES:
+                rp, rc = tree.cell_uuid[cell_id], slot
+            else:
+                rp, rc = tree.page_uuid[(cell_id, int(slot.split(":")[1]))], "MEMORY_MB"
+            allocs.setdefault(rp, {})[rc] = allocs.get(rp, {}).get(rc, 0) + amount
+            where.setdefault(tree.names[rp], {})[rc] = amount
+    return {rp: res for rp, res in allocs.items() if any(res.values())}, where
 
 
 def _usages_text(usages: Mapping[str, int]) -> str:
@@ -334,16 +368,12 @@ def _combine(invs: list[Inventory]) -> Inventory:
     )
 
 
-def plan_to_flat(host: HostState) -> Plan:
-    """Plan collapsing a NUMA tree back onto its flat compute node (a rollback).
+def _collapsed_children(host: HostState, cells: list[ProviderState]) -> list[ProviderState]:
+    """The providers a collapse empties and deletes: each cell's page-size providers, then the
+    cell (device providers are moved, not deleted: ``reshape.devices``).
 
-    Raises ``TopologyInvalid`` when the host has no NUMA cell providers, or when a cell or page
-    size provider has children or inventories of other classes that the flat host cannot take.
+    Raises ``TopologyInvalid`` when a page-size provider has children of its own.
     """
-    cells = host.cells()
-    if not cells:
-        raise TopologyInvalid(f"host {host.host} has no NUMA cell providers; nothing to collapse")
-    root = host.root
     children: list[ProviderState] = []
     for cell in cells:
         pages = [p for p in host.children_of(cell.uuid) if not is_device(p)]
@@ -352,6 +382,17 @@ def plan_to_flat(host: HostState) -> Plan:
                 raise TopologyInvalid(f"provider {page.name} has children; cannot collapse it")
         children.extend(pages)
         children.append(cell)
+    return children
+
+
+def _flat_inventories(host: HostState, children: list[ProviderState]) -> dict[str, Inventory]:
+    """The compute node's inventories after the collapse: its own, plus the children's NUMA
+    classes each summed into one (``_combine``).
+
+    Raises ``TopologyInvalid`` when a child holds a class other than ``VCPU``/``PCPU``/
+    ``MEMORY_MB``, or when the compute node holds one of those classes itself.
+    """
+    root = host.root
     by_class: dict[str, list[Inventory]] = {}
     for provider in children:
         for rc, inv in provider.inventories.items():
@@ -367,6 +408,21 @@ def plan_to_flat(host: HostState) -> Plan:
         )
     final_root = dict(root.inventories)
     final_root.update({rc: _combine(invs) for rc, invs in by_class.items()})
+    return final_root
+
+
+def plan_to_flat(host: HostState) -> Plan:
+    """Plan collapsing a NUMA tree back onto its flat compute node (a rollback).
+
+    Raises ``TopologyInvalid`` when the host has no NUMA cell providers, or when a cell or page
+    size provider has children or inventories of other classes that the flat host cannot take.
+    """
+    cells = host.cells()
+    if not cells:
+        raise TopologyInvalid(f"host {host.host} has no NUMA cell providers; nothing to collapse")
+    root = host.root
+    children = _collapsed_children(host, cells)
+    final_root = _flat_inventories(host, children)
     inventories: dict[str, dict[str, Any]] = {
         root.uuid: {
             "resource_provider_generation": root.generation,

@@ -34,6 +34,7 @@ from placement_numa.db.repositories import host_trees, names, providers
 from placement_numa.db.repositories import inventories as inventory_repo
 from placement_numa.db.repositories import numa_distances as distance_repo
 from placement_numa.db.repositories import traits as trait_repo
+from placement_numa.db.repositories.numa_distances import DistanceRow
 from placement_numa.db.repositories.providers import ProviderRow
 from placement_numa.domain.allocation import ConsumerAllocation
 from placement_numa.domain.inventory import InventoryFields, check_capacity
@@ -300,44 +301,9 @@ def apply_plan(
         planned = _plan(state, direction, topology, policy)
         root = providers.get_by_uuid(conn, planned.root_provider_uuid)
         assert root is not None
-        for new in planned.create_providers:
-            taken = providers.uuid_or_name_taken(conn, uuid=new.uuid, name=new.name)
-            if taken:
-                raise DuplicateName(
-                    f"Conflicting resource provider {', '.join(taken)} already exists."
-                )
-            parent = providers.get_by_uuid(conn, new.parent_provider_uuid)
-            row = providers.insert_provider(conn, uuid=new.uuid, name=new.name, parent=parent)
-            trait_repo.set_provider_traits(
-                conn, row.id, [trait_repo.ensure(conn, t)[0].id for t in new.traits]
-            )
-            providers.increment_generation(conn, row)
+        _create_providers(conn, planned)
         _move_devices(conn, planned)
-        body = planned.body
-        apply_reshape(
-            conn,
-            inventories={
-                uuid: ProviderInventories(
-                    generation=entry["resource_provider_generation"],
-                    inventories={
-                        rc: InventoryFields(**inv) for rc, inv in entry["inventories"].items()
-                    },
-                )
-                for uuid, entry in body["inventories"].items()
-            },
-            allocations=[
-                ConsumerAllocation(
-                    consumer_uuid=consumer,
-                    project_id=entry["project_id"],
-                    user_id=entry["user_id"],
-                    resources={rp: dict(a["resources"]) for rp, a in entry["allocations"].items()},
-                    consumer_type=entry.get("consumer_type"),
-                    consumer_generation=entry["consumer_generation"],
-                    check_generation=True,
-                )
-                for consumer, entry in body["allocations"].items()
-            ],
-        )
+        _apply_body(conn, planned.body)
         current = distance_repo.get(conn, root.id)
         if planned.direction == "to_flat":
             if current is not None:
@@ -347,16 +313,71 @@ def apply_plan(
                 assert child is not None
                 providers.delete_provider(conn, child.id)
         elif planned.distances is not None:
-            ids = list(planned.distances["cells"])
-            raw = {
-                a: dict(zip(ids, row, strict=False))
-                for a, row in zip(ids, planned.distances["distances"], strict=False)
-            }
-            tree = [(c.uuid, c.name) for c in distance_repo.numa_cells(conn, [root.id])]
-            cells, _ = identify_cells(tree, current.cells if current else None)
-            matrix = validate_matrix(raw, cells)
-            if current is None:
-                distance_repo.insert_row(conn, root.id, matrix, cells=cells)
-            else:
-                distance_repo.update_row(conn, root.id, current.generation, matrix, cells=cells)
+            _store_distances(conn, root.id, planned.distances, current)
     return planned
+
+
+def _create_providers(conn: Connection, planned: Plan) -> None:
+    """Create the plan's new providers (cells, page sizes) under their parents, with traits.
+
+    Raises ``DuplicateName`` (409) when a planned provider's name or uuid is taken.
+    """
+    for new in planned.create_providers:
+        taken = providers.uuid_or_name_taken(conn, uuid=new.uuid, name=new.name)
+        if taken:
+            raise DuplicateName(f"Conflicting resource provider {', '.join(taken)} already exists.")
+        parent = providers.get_by_uuid(conn, new.parent_provider_uuid)
+        row = providers.insert_provider(conn, uuid=new.uuid, name=new.name, parent=parent)
+        trait_repo.set_provider_traits(
+            conn, row.id, [trait_repo.ensure(conn, t)[0].id for t in new.traits]
+        )
+        providers.increment_generation(conn, row)
+
+
+def _apply_body(conn: Connection, body: Mapping[str, Any]) -> None:
+    """Apply a ``POST /reshaper`` body (``inventories`` by provider uuid, ``allocations`` by
+    consumer uuid, consumer generations checked) with ``apply_reshape``; raises what it raises."""
+    apply_reshape(
+        conn,
+        inventories={
+            uuid: ProviderInventories(
+                generation=entry["resource_provider_generation"],
+                inventories={
+                    rc: InventoryFields(**inv) for rc, inv in entry["inventories"].items()
+                },
+            )
+            for uuid, entry in body["inventories"].items()
+        },
+        allocations=[
+            ConsumerAllocation(
+                consumer_uuid=consumer,
+                project_id=entry["project_id"],
+                user_id=entry["user_id"],
+                resources={rp: dict(a["resources"]) for rp, a in entry["allocations"].items()},
+                consumer_type=entry.get("consumer_type"),
+                consumer_generation=entry["consumer_generation"],
+                check_generation=True,
+            )
+            for consumer, entry in body["allocations"].items()
+        ],
+    )
+
+
+def _store_distances(
+    conn: Connection,
+    root_id: int,
+    distances: Mapping[str, Any],
+    current: DistanceRow | None,
+) -> None:
+    """Store the plan's distance matrix (``{"cells": [id, ...], "distances": [[int, ...], ...]}``,
+    rows in the order of ``cells``) on the compute node ``root_id``, replacing ``current``."""
+    ids = list(distances["cells"])
+    rows = distances["distances"]
+    raw = {a: dict(zip(ids, row, strict=False)) for a, row in zip(ids, rows, strict=False)}
+    tree = [(c.uuid, c.name) for c in distance_repo.numa_cells(conn, [root_id])]
+    cells, _ = identify_cells(tree, current.cells if current else None)
+    matrix = validate_matrix(raw, cells)
+    if current is None:
+        distance_repo.insert_row(conn, root_id, matrix, cells=cells)
+    else:
+        distance_repo.update_row(conn, root_id, current.generation, matrix, cells=cells)
