@@ -18,19 +18,6 @@ import placement_numa
 PACKAGE = Path(placement_numa.__file__).parent
 MAX_FUNCTION_LINES = 80
 
-# Known exceptions, each to be removed by the lane that splits it (issue 27). Do not add to these.
-ALLOWED_LONG_FUNCTIONS = {
-    # numa/rank_bound.py is lane scale30's: split with the engine's fit check (issue 27, step 4).
-    "numa/rank_bound.py:relaxed_best_key",
-    # lane funcs27 is splitting these now (issue 27).
-    "db/adopt_schema.py:upstream",
-    "db/repositories/allocations.py:replace_allocations",
-}
-ALLOWED_CYCLES = {
-    # lane scale30 is breaking it with the one NUMA host view per snapshot (issue 27, step 3).
-    frozenset({"placement_numa.numa.engine_rank", "placement_numa.numa.host_view"}),
-}
-
 
 def _long_functions() -> dict[str, int]:
     """``"path:name"`` -> lines, for every function of the package over the limit."""
@@ -83,14 +70,12 @@ def _cycles() -> list[frozenset[str]]:
 
 
 def test_no_function_over_80_lines() -> None:
-    offenders = {
-        name: n for name, n in _long_functions().items() if name not in ALLOWED_LONG_FUNCTIONS
-    }
+    offenders = _long_functions()
     assert not offenders, "functions over 80 lines: " + ", ".join(
         f"{name} ({lines})" for name, lines in sorted(offenders.items())
     )
 
 
 def test_no_import_cycle() -> None:
-    cycles = [sorted(c) for c in _cycles() if c not in ALLOWED_CYCLES]
+    cycles = [sorted(c) for c in _cycles()]
     assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)

@@ -108,7 +108,13 @@ def ours() -> KeySet:
 
 def upstream() -> KeySet:
     """The keys and indexes of upstream Placement 16 at its head ``a082b8bb98d0``."""
-    uniques: dict[str, dict[str, Columns]] = {
+    pks = {name: f"{name}_pkey" for name in SHARED_TABLES}
+    return KeySet(pks, _upstream_uniques(), _upstream_indexes(), _upstream_foreign_keys())
+
+
+def _upstream_uniques() -> dict[str, dict[str, Columns]]:
+    """Upstream's unique constraints, ``{table: {name: columns}}`` (every shared table)."""
+    return {
         "resource_providers": {
             "uniq_resource_providers0uuid": ("uuid",),
             "uniq_resource_providers0name": ("name",),
@@ -130,8 +136,12 @@ def upstream() -> KeySet:
         "placement_aggregates": {"uniq_placement_aggregates0uuid": ("uuid",)},
         "resource_provider_aggregates": {},
     }
+
+
+def _upstream_indexes() -> dict[str, dict[str, Columns]]:
+    """Upstream's plain (non-unique) indexes, ``{table: {name: columns}}`` (every shared table)."""
     no_indexes: dict[str, dict[str, Columns]] = {name: {} for name in SHARED_TABLES}
-    indexes: dict[str, dict[str, Columns]] = no_indexes | {
+    return no_indexes | {
         "resource_providers": {
             "resource_providers_root_provider_id_idx": ("root_provider_id",),
             "resource_providers_parent_provider_id_idx": ("parent_provider_id",),
@@ -161,42 +171,44 @@ def upstream() -> KeySet:
             "resource_provider_aggregates_aggregate_id_idx": ("aggregate_id",)
         },
     }
-    fks = [
-        ForeignKey(
+
+
+def _upstream_fk(table: str, column: str, referred: str, postgresql: str, mysql: str) -> ForeignKey:
+    """An upstream single-column foreign key, named ``postgresql`` there and ``mysql`` on
+    MariaDB (``<table>_ibfk_<n>``)."""
+    return ForeignKey(table, (column,), referred, {"postgresql": postgresql, "mysql": mysql})
+
+
+def _upstream_foreign_keys() -> list[ForeignKey]:
+    """Upstream's foreign keys on the shared tables, with their names by dialect."""
+    return [
+        _upstream_fk(
             "resource_providers",
-            ("parent_provider_id",),
+            "parent_provider_id",
             "resource_providers",
-            {
-                "postgresql": "resource_providers_parent_provider_id_fkey",
-                "mysql": "resource_providers_ibfk_1",
-            },
+            "resource_providers_parent_provider_id_fkey",
+            "resource_providers_ibfk_1",
         ),
-        ForeignKey(
+        _upstream_fk(
             "resource_providers",
-            ("root_provider_id",),
+            "root_provider_id",
             "resource_providers",
-            {
-                "postgresql": "resource_providers_root_provider_id_fkey",
-                "mysql": "resource_providers_ibfk_2",
-            },
+            "resource_providers_root_provider_id_fkey",
+            "resource_providers_ibfk_2",
         ),
-        ForeignKey(
+        _upstream_fk(
             "resource_provider_traits",
-            ("resource_provider_id",),
+            "resource_provider_id",
             "resource_providers",
-            {
-                "postgresql": "resource_provider_traits_resource_provider_id_fkey",
-                "mysql": "resource_provider_traits_ibfk_1",
-            },
+            "resource_provider_traits_resource_provider_id_fkey",
+            "resource_provider_traits_ibfk_1",
         ),
-        ForeignKey(
+        _upstream_fk(
             "resource_provider_traits",
-            ("trait_id",),
+            "trait_id",
             "traits",
-            {
-                "postgresql": "resource_provider_traits_trait_id_fkey",
-                "mysql": "resource_provider_traits_ibfk_2",
-            },
+            "resource_provider_traits_trait_id_fkey",
+            "resource_provider_traits_ibfk_2",
         ),
         ForeignKey(
             "consumers",
@@ -205,8 +217,6 @@ def upstream() -> KeySet:
             {"*": "consumers_consumer_type_id_fkey"},
         ),
     ]
-    pks = {name: f"{name}_pkey" for name in SHARED_TABLES}
-    return KeySet(pks, uniques, indexes, fks)
 
 
 def reconcile(

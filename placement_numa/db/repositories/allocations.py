@@ -299,6 +299,68 @@ def _prepare_consumer(
     return consumer
 
 
+@dataclass(frozen=True)
+class _Single:
+    """One amount of a write, in request order: the consumer's ``item``, the provider by uuid,
+    the class by name, the amount (the class's unit) and ``key``, (provider id, class id)."""
+
+    item: ConsumerAllocation
+    provider_uuid: str
+    rc: str
+    amount: int
+    key: tuple[int, int]
+
+
+def _check_fits(
+    by_uuid: dict[str, ProviderRow],
+    singles: Sequence[_Single],
+    limits: dict[tuple[int, int], InventoryLimits],
+    used: dict[tuple[int, int], int] | None,
+    previous: dict[tuple[int, int], int],
+) -> None:
+    """Placement's ``_check_capacity_exceeded``, allocation by allocation in request order: the
+    inventory must exist, the amount respect min/max/step, and the running sum per (provider,
+    class) fit, unless the result is no worse than the usage before the write (``previous``).
+    ``used``: usage left after the delete, by (provider id, class id); ``None`` checks only that
+    the inventories exist.
+
+    Raises ``Conflict`` (409) naming the class and provider that lack inventory or room.
+    """
+    with_inventory = {p for p, _ in limits}
+    for provider_uuid, provider in by_uuid.items():
+        if provider.id not in with_inventory:
+            classes = ", ".join(sorted({s.rc for s in singles if s.provider_uuid == provider_uuid}))
+            raise Conflict(
+                f"Unable to allocate inventory: Inventory for '{classes}' on resource provider"
+                f" '{provider_uuid}' invalid."
+            )
+    running: dict[tuple[int, int], int] = defaultdict(int)
+    for single in singles:
+        key, rc, provider_uuid, amount = single.key, single.rc, single.provider_uuid, single.amount
+        if key not in limits:
+            raise Conflict(
+                f"Unable to allocate inventory: Inventory for '{rc}' on resource provider"
+                f" '{provider_uuid}' invalid."
+            )
+        if used is None:
+            continue
+        running[key] += amount
+        if violates_constraints(limits[key], amount):
+            raise Conflict(
+                f"Unable to allocate inventory: Unable to create allocation for '{rc}' on"
+                f" resource provider '{provider_uuid}'. The requested amount would violate"
+                " inventory constraints."
+            )
+        if exceeds_capacity(
+            limits[key], used.get(key, 0), amount, running[key], previous_used=previous.get(key)
+        ):
+            raise Conflict(
+                f"Unable to allocate inventory: Unable to create allocation for '{rc}' on"
+                f" resource provider '{provider_uuid}'. The requested amount would exceed"
+                " the capacity."
+            )
+
+
 def replace_allocations(
     conn: Connection,
     consumer_allocations: Sequence[ConsumerAllocation],
@@ -334,16 +396,15 @@ def replace_allocations(
     for item in items:
         _prepare_consumer(conn, item, known.get(item.consumer_uuid))
 
-    # New amounts per (provider, class), and each single amount for min/max/step.
-    wanted: dict[tuple[int, int], int] = defaultdict(int)
-    singles: list[tuple[ConsumerAllocation, str, str, int]] = []
-    for item in items:
-        for provider_uuid, resources in item.resources.items():
-            for rc, amount in resources.items():
-                key = (by_uuid[provider_uuid].id, class_ids[rc])
-                wanted[key] += amount
-                singles.append((item, provider_uuid, rc, amount))
-
+    singles = [
+        _Single(item, provider_uuid, rc, amount, (by_uuid[provider_uuid].id, class_ids[rc]))
+        for item in items
+        for provider_uuid, resources in item.resources.items()
+        for rc, amount in resources.items()
+    ]
+    wanted: dict[tuple[int, int], int] = defaultdict(int)  # new amounts per (provider, class)
+    for single in singles:
+        wanted[single.key] += single.amount
     provider_ids = {p for p, _ in wanted}
     rc_ids = {c for _, c in wanted}
     old_rows, had_allocations = _delete_returning(conn, uuids)
@@ -354,56 +415,18 @@ def replace_allocations(
     for p, c, amount in old_rows:
         if (p, c) in wanted:
             previous[(p, c)] = previous.get((p, c), 0) + amount
-    if not check_capacity:
-        used = {}
-
-    with_inventory = {p for p, _ in limits}
-    for provider_uuid, provider in by_uuid.items():
-        if provider.id not in with_inventory:
-            classes = ", ".join(sorted({rc for _, pu, rc, _ in singles if pu == provider_uuid}))
-            raise Conflict(
-                f"Unable to allocate inventory: Inventory for '{classes}' on resource provider"
-                f" '{provider_uuid}' invalid."
-            )
-    # Placement's ``_check_capacity_exceeded``, allocation by allocation in request order: the
-    # inventory must exist, the amount respect min/max/step, and the running sum per
-    # (provider, class) fit, unless the result is no worse than the usage before the write.
-    running: dict[tuple[int, int], int] = defaultdict(int)
-    for _, provider_uuid, rc, amount in singles:
-        key = (by_uuid[provider_uuid].id, class_ids[rc])
-        if key not in limits:
-            raise Conflict(
-                f"Unable to allocate inventory: Inventory for '{rc}' on resource provider"
-                f" '{provider_uuid}' invalid."
-            )
-        if not check_capacity:
-            continue
-        running[key] += amount
-        if violates_constraints(limits[key], amount):
-            raise Conflict(
-                f"Unable to allocate inventory: Unable to create allocation for '{rc}' on"
-                f" resource provider '{provider_uuid}'. The requested amount would violate"
-                " inventory constraints."
-            )
-        if exceeds_capacity(
-            limits[key], used.get(key, 0), amount, running[key], previous_used=previous.get(key)
-        ):
-            raise Conflict(
-                f"Unable to allocate inventory: Unable to create allocation for '{rc}' on"
-                f" resource provider '{provider_uuid}'. The requested amount would exceed"
-                " the capacity."
-            )
+    _check_fits(by_uuid, singles, limits, used if check_capacity else None, previous)
 
     now = utcnow()
     rows = [
         {
-            "resource_provider_id": by_uuid[provider_uuid].id,
-            "consumer_id": item.consumer_uuid,
-            "resource_class_id": class_ids[rc],
-            "used": amount,
+            "resource_provider_id": single.key[0],
+            "consumer_id": single.item.consumer_uuid,
+            "resource_class_id": single.key[1],
+            "used": single.amount,
             "created_at": now,
         }
-        for item, provider_uuid, rc, amount in singles
+        for single in singles
     ]
     if rows:
         conn.execute(_INSERT, rows)
