@@ -1,16 +1,28 @@
 """Memory of one API node: ``placement-numa serve --workers N`` on a large fleet, PSS per worker.
 
-Starts the service (SQLite, noauth2, ``preload_fleet`` on: each worker loads its fleet snapshot
-before it serves) on the fleet of ``benchmarks/scale.py`` (``--hosts``, seeded into ``--db``
-when missing), waits until the node answers and the workers' memory has settled, then reads
-``/proc/<pid>/smaps_rollup`` of the supervisor and of every worker: PSS (proportional set size:
-shared pages divided among the processes sharing them), RSS and private memory, per process and
-in total. Then kills one worker with SIGKILL and times until its replacement has loaded (its
-memory settled), which is how long the node runs one worker short.
+Starts the service (SQLite, noauth2, ``preload_fleet`` on) on the fleet of
+``benchmarks/scale.py`` (``--hosts``, seeded into ``--db`` when missing), in the default mode
+(uvicorn's supervisor spawns the workers, each loads its own fleet snapshot) or with
+``--prefork`` (one supervisor loads it and forks the workers, which share it copy-on-write:
+``placement_numa/cli/prefork.py``). It waits until the node answers and the workers' memory has
+settled, then reads ``/proc/<pid>/smaps_rollup`` of the supervisor and of every worker: PSS
+(proportional set size: shared pages divided among the processes sharing them), RSS and
+private memory, per process and in total.
 
-    python benchmarks/workers_memory.py --hosts 10000 --workers 4
+Copy-on-write erodes as the workers' code touches the inherited objects (CPython writes
+reference counts), so the report is printed again after a load: ``--boots`` scheduler boots
+(``scheduler_loop.py``'s varied flavors, ``GET /allocation_candidates?limit=1000`` then a claim
+of the first candidate) and ``--flavor-posts`` NUMA flavor queries (``POST
+/allocation_candidates``, which looks at every host).
 
-Issue 30's aim for 100,000 hosts and 8 workers: total PSS <= 1.5 x one worker's today.
+Then it kills one worker with SIGKILL, stops the others (SIGSTOP, so that only the
+replacement can accept) and times until a query is answered: how long the node runs one
+worker short. Every phase prints its wall time, the node's CPU seconds and the load average.
+
+    python benchmarks/workers_memory.py --hosts 10000 --workers 4 --prefork
+
+Issue 30's aim for 100,000 hosts and 8 workers: total PSS <= 1.7 GiB, a replacement answers
+within 1 s.
 """
 
 from __future__ import annotations
@@ -24,9 +36,15 @@ import time
 from pathlib import Path
 
 import httpx
-from proc_cpu import descendants  # benchmarks/proc_cpu.py
+from proc_cpu import cpu_seconds, descendants  # benchmarks/proc_cpu.py
 from scale import seeded  # benchmarks/scale.py
+from scheduler_loop import HEADERS, boot, boots  # benchmarks/scheduler_loop.py
 
+FIRST_QUERY = "/allocation_candidates?resources=VCPU:2,MEMORY_MB:2048&limit=10"
+FLAVOR = {
+    "limit": 10,
+    "flavor": {"vcpus": 4, "memory_mb": 4096, "extra_specs": {"hw:numa_nodes": "2"}},
+}
 SETTLE_POLLS = 4  # memory unchanged (within 1%) this many polls in a row
 POLL_S = 0.5
 
@@ -47,15 +65,16 @@ def rollup(pid: int) -> dict[str, int]:
 
 
 def workers(supervisor: int) -> list[int]:
-    """The supervisor's worker processes (descendants started by ``multiprocessing.spawn``;
-    not its resource tracker)."""
+    """The supervisor's worker processes: its children (spawned by ``multiprocessing`` or
+    forked by ``--prefork``'s supervisor), not multiprocessing's resource tracker."""
     found = []
     for pid in descendants(supervisor):
         try:
             command = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
+            parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
             continue
-        if pid != supervisor and b"spawn_main" in command:
+        if pid != supervisor and parent == supervisor and b"resource_tracker" not in command:
             found.append(pid)
     return found
 
@@ -93,11 +112,60 @@ def report(supervisor: int) -> None:
     print(f"{'total PSS':<20}{total / 1024:>10.0f} MiB")
 
 
+def _node(supervisor: int) -> list[int]:
+    return [supervisor, *workers(supervisor)]
+
+
+def phase(name: str, supervisor: int, wall: float, cpu: float) -> None:
+    print(
+        f"{name}: wall {wall:.1f} s, node CPU {cpu:.1f} s,"
+        f" load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
+
+
+def load(base: str, count: int, posts: int) -> tuple[int, int]:
+    """``count`` scheduler boots (query at ``limit=1000``, claim) and ``posts`` NUMA flavor
+    queries, over fresh connections (so every worker takes a share); ``(claims, posts ok)``."""
+    claimed = done = 0
+    for n, (_, query) in enumerate(boots(count, seed=30)):
+        with httpx.Client(base_url=base, headers=HEADERS, timeout=600) as client:
+            claimed += boot(client, query, "1000")[2]
+            if n < posts:
+                answer = client.post("/allocation_candidates", json=FLAVOR)
+                done += answer.status_code == 200
+    return claimed, done
+
+
+def replacement(base: str, supervisor: int, timeout: float) -> float:
+    """Kill a worker (SIGKILL), stop the others (SIGSTOP) and time until a query is answered,
+    which only the replacement can do; the others continued after. Seconds."""
+    victim, *others = workers(supervisor)
+    killed = time.perf_counter()
+    os.kill(victim, signal.SIGKILL)
+    for pid in others:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        while time.perf_counter() - killed < timeout:
+            try:
+                answer = httpx.get(base + FIRST_QUERY, headers=HEADERS, timeout=1)
+                if answer.status_code == 200:
+                    return time.perf_counter() - killed
+            except httpx.HTTPError:
+                time.sleep(0.05)
+        raise SystemExit(f"no replacement answered within {timeout:.0f} s")
+    finally:
+        for pid in others:
+            os.kill(pid, signal.SIGCONT)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--hosts", type=int, default=10_000)
     parser.add_argument("--db", default=None, help="SQLite file (seeded when missing)")
     parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--prefork", action="store_true", help="serve --prefork")
+    parser.add_argument("--boots", type=int, default=200, help="scheduler boots of the load")
+    parser.add_argument("--flavor-posts", type=int, default=8, help="NUMA flavor queries")
     parser.add_argument("--port", type=int, default=19800)
     parser.add_argument("--timeout", type=float, default=600)
     args = parser.parse_args()
@@ -109,9 +177,10 @@ def main() -> int:
         PLACEMENT_NUMA_LOG_LEVEL="warning",
         PLACEMENT_NUMA_PRELOAD_FLEET="true",
     )
+    mode = ["--prefork"] if args.prefork else []
     started = time.perf_counter()
     proc = subprocess.Popen(
-        [exe, "serve", "--port", str(args.port), "--workers", str(args.workers)]
+        [exe, "serve", "--port", str(args.port), "--workers", str(args.workers), *mode]
         + ["--database-url", url],
         env=env,
         stdout=subprocess.DEVNULL,
@@ -130,20 +199,22 @@ def main() -> int:
         first = time.perf_counter() - started
         waited = settle(proc.pid, args.workers, args.timeout)
         print(
-            f"{args.hosts} hosts, {args.workers} workers: first answer {first:.1f} s after start,"
-            f" workers settled {first + waited:.1f} s after start;"
-            f" load average {os.getloadavg()[0]:.1f}"
+            f"{args.hosts} hosts, {args.workers} workers"
+            f" ({'prefork' if args.prefork else 'spawned'}): first answer {first:.1f} s after"
+            f" start, workers settled {first + waited:.1f} s after start"
         )
+        phase("start", proc.pid, first + waited, cpu_seconds(_node(proc.pid)))
         report(proc.pid)
-        victim = workers(proc.pid)[0]
-        killed = time.perf_counter()
-        os.kill(victim, signal.SIGKILL)
-        time.sleep(POLL_S)
+        cpu = cpu_seconds(_node(proc.pid))
+        began = time.perf_counter()
+        claimed, posted = load(base, args.boots, args.flavor_posts)
+        print(f"after {args.boots} boots ({claimed} claimed) and {posted} NUMA flavor queries:")
+        phase("load", proc.pid, time.perf_counter() - began, cpu_seconds(_node(proc.pid)) - cpu)
+        report(proc.pid)
+        answered = replacement(base, proc.pid, args.timeout)
+        print(f"a worker killed (SIGKILL): its replacement answered {answered:.2f} s later")
         settle(proc.pid, args.workers, args.timeout)
-        print(
-            f"a worker killed (SIGKILL): replacement loaded {time.perf_counter() - killed:.1f} s"
-            " later"
-        )
+        report(proc.pid)
     finally:
         proc.terminate()
         proc.wait(timeout=60)

@@ -93,6 +93,15 @@ class Settings(BaseSettings):
     host: str = Field(default="127.0.0.1", description="Address the HTTP server binds.")
     port: int = Field(default=8778, ge=1, le=65535, description="Placement's port by default.")
     workers: int = Field(default=1, ge=1, le=64, description="uvicorn worker processes.")
+    prefork: bool = Field(
+        default=False,
+        description=(
+            "With several workers: load the fleet snapshot once in a supervisor process and fork"
+            " the workers from it (they share it copy-on-write; a dead worker's replacement"
+            " serves at once). Off: uvicorn's supervisor spawns workers that each load their own"
+            " (cli/prefork.py)."
+        ),
+    )
     auto_migrate: bool = Field(
         default=True, description="Apply alembic migrations when the service starts."
     )

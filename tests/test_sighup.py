@@ -1,7 +1,8 @@
 """SIGHUP to a served process under load: policy and logging reloaded, zero failed requests.
 
 For one worker ``serve`` reloads in place (``placement_numa.reload``); for several, uvicorn's
-supervisor replaces each worker once its successor is ready. Load: 4 threads with keep-alive
+supervisor replaces each worker once its successor is ready; with ``--prefork`` the
+supervisor and each forked worker reload in place. Load: 4 threads with keep-alive
 clients GET /resource_providers throughout; every answer must be a 200. The proof of the reload:
 placement.conf is switched (before the signal) to a second policy file that forbids listing
 traits, and to JSON log lines.
@@ -44,9 +45,13 @@ def _load(base_url: str, stop: threading.Event, results: list[int | str]) -> Non
                 results.append(f"{type(exc).__name__}: {exc}")
 
 
-@pytest.mark.parametrize("workers", [1, 2], ids=["one-worker", "two-workers"])
+@pytest.mark.parametrize(
+    ("workers", "mode"),
+    [(1, []), (2, []), (2, ["--prefork"])],
+    ids=["one-worker", "two-workers", "two-workers-prefork"],
+)
 def test_sighup_reloads_policy_and_logging_without_failed_requests(
-    tmp_path: Path, workers: int
+    tmp_path: Path, workers: int, mode: list[str]
 ) -> None:
     open_policy = tmp_path / "open.yaml"
     open_policy.write_text('"placement:traits:list": "@"\n')
@@ -56,7 +61,7 @@ def test_sighup_reloads_policy_and_logging_without_failed_requests(
     conf.write_text(_conf(tmp_path, open_policy, json_logs=False))
     port = free_port(range(19800, 19840))
     argv = [SERVE, "serve", "--config-file", str(conf), "--port", str(port)]
-    argv += ["--workers", str(workers)]
+    argv += ["--workers", str(workers), *mode]
     env = {k: v for k, v in service_env().items() if k != "PLACEMENT_NUMA_AUTH_STRATEGY"}
     with running(argv, port, tmp_path / "serve.log", env=env, timeout=120) as service:
         with service.client() as client:

@@ -54,7 +54,9 @@ def engine_for_state(state: Any) -> CandidateEngine:
             if engine is None:
                 settings = getattr(state, "settings", None)
                 metrics = getattr(state, "metrics", None)
-                source: FleetSource = SqlFleetSource(state.database)
+                sql_source = SqlFleetSource(state.database)
+                state.fleet_source = sql_source  # cli/prefork.py closes its connection
+                source: FleetSource = sql_source
                 if metrics is not None:
                     source = ObservedFleetSource(source, metrics)
                 engine = SnapshotEngine(

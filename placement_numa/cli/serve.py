@@ -25,6 +25,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--port", type=int, help="port (default 8778)")
     parser.add_argument("--workers", type=int, help="uvicorn worker processes (default 1)")
     parser.add_argument(
+        "--prefork",
+        action="store_true",
+        default=None,
+        help="load the fleet once and fork the workers from it (shared copy-on-write)",
+    )
+    parser.add_argument(
         "--database-url",
         help="SQLAlchemy URL (default: sqlite:///placement-numa.sqlite in this directory)",
     )
@@ -54,6 +60,7 @@ def _settings(args: argparse.Namespace) -> Settings:
             "host": args.host,
             "port": args.port,
             "workers": args.workers,
+            "prefork": args.prefork,
             "database_url": args.database_url,
             "config_file": args.config_file,
             "auth_strategy": args.auth_strategy,
@@ -129,7 +136,11 @@ def run(args: argparse.Namespace) -> int:
         "http": GuardedHttpToolsProtocol,  # header read timeout (cli/http_timeouts.py)
         "timeout_keep_alive": max(1, round(settings.keep_alive_timeout)),
     }
-    if settings.workers > 1:
+    if settings.workers > 1 and settings.prefork:
+        from placement_numa.cli.prefork import serve_prefork
+
+        serve_prefork(settings, options)
+    elif settings.workers > 1:
         # uvicorn's supervisor answers SIGHUP: each worker replaced once its successor is ready.
         # A worker loads its fleet snapshot before it is ready: give it time (uvicorn's 5 s is
         # short on a busy host; a successor not ready in time aborts the restart, old kept).

@@ -315,6 +315,14 @@ class SqlFleetSource:
             conn = self._local.conn = self.database.engine.connect()
         return conn
 
+    def release_connection(self) -> None:
+        """Close this thread's SQLite connection (reopened on the next read), e.g. before the
+        process forks: a connection must not be used by two processes."""
+        conn: Connection | None = getattr(self._local, "conn", None)
+        self._local.conn = None
+        if conn is not None:
+            conn.close()
+
     def _revision(self) -> int:
         """Read the revision counter in a fresh transaction."""
         if self.database.dialect != "sqlite":

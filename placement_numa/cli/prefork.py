@@ -1,0 +1,288 @@
+"""``placement-numa serve --prefork``: one fleet snapshot per API node, forked into the workers.
+
+The default ``--workers N`` (uvicorn's supervisor) spawns N fresh interpreters, and each loads
+its own fleet snapshot from the database before it serves (at 100,000 hosts about 5 s and
+850 MiB each). With ``prefork`` (``serve --prefork`` or ``PLACEMENT_NUMA_PREFORK=true``) a
+supervisor process does it once:
+
+1. **The supervisor loads.** It builds the application and loads the fleet snapshot, closes
+   its database connections, freezes the garbage collector's view (``gc.freeze``: no
+   collection walks the inherited objects, which would write to every page of them), binds
+   the listening socket and forks the workers.
+2. **Workers inherit the snapshot copy-on-write.** A worker shares the supervisor's pages
+   until it writes to them (see "Memory" below), opens its own database connections (none are
+   inherited) and, in its start-up, brings the inherited snapshot up to date with the
+   incremental refresh (``SqlFleetSource``: only the trees written since the fork are
+   reloaded; the whole fleet when the change log no longer covers the gap). All workers
+   accept on the one socket.
+3. **A worker that dies is replaced at once**: the supervisor patches its own snapshot forward
+   (one incremental refresh, whatever the number of workers) and forks a replacement from
+   it, which serves without loading the fleet.
+
+Refresh after a write: every process keeps following ``placement_revision`` as with spawned
+workers (each query reads the revision; a moved revision patches the trees written). Each
+worker therefore patches the same few trees after a write (O(trees written), a few
+milliseconds each); what they share is the unchanged rest of the fleet. A snapshot a worker no
+longer references is freed by that worker as before; the pages it still shared with the
+supervisor stay in memory for the others, and are freed by the kernel once no process maps them.
+
+Memory: CPython writes an object's reference count whenever code takes or drops a reference
+to it, so each page of the snapshot a worker's searches touch becomes that worker's private
+copy; ``benchmarks/workers_memory.py`` measures the whole node's PSS right after start and after
+a load of queries and claims.
+
+Signals to the supervisor: ``SIGTERM``/``SIGINT`` stop every worker gracefully (requests in
+flight finish) and then the supervisor; ``SIGHUP`` re-reads placement.conf, the policy file and
+the logging options in the supervisor and in every worker (``placement_numa.reload``), which
+keep serving. If the supervisor dies (``SIGKILL``, a crash), each worker receives ``SIGTERM``
+from the kernel (Linux ``PR_SET_PDEATHSIG``), finishes its requests in flight and exits: the
+listening socket closes with the last of them and the service manager restarts the service
+(``Restart=on-failure``), which loads the fleet again. Workers never run without a supervisor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import gc
+import logging
+import os
+import signal
+import socket
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from placement_numa.settings import Settings
+
+__all__ = ["serve_prefork", "Supervisor"]
+
+LOG = logging.getLogger("placement_numa.prefork")
+
+# Signals the supervisor waits for (blocked, taken with sigtimedwait: no handler runs mid-fork).
+_WATCHED = {signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
+# Seconds a stopping supervisor waits for its workers before SIGKILL.
+STOP_TIMEOUT = 60.0
+# A worker dying sooner than this after its start counts as a crash at start; past
+# MAX_QUICK_DEATHS in a row the supervisor gives up (a broken configuration, not bad luck).
+QUICK_DEATH_S = 5.0
+MAX_QUICK_DEATHS = 5
+_PR_SET_PDEATHSIG = 1
+
+
+def serve_prefork(settings: Settings, options: dict[str, Any]) -> None:
+    """Serve ``settings.workers`` forked workers (uvicorn ``options``) from one fleet snapshot
+    loaded here (see the module docstring). Returns when the supervisor was asked to stop.
+
+    Raises ``CommandError`` (``EXIT_FAILED``) when the address cannot be bound or the workers
+    keep dying at start."""
+    from placement_numa.api.engine_dep import preload_fleet
+    from placement_numa.app import app_from_env
+
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        # prometheus-client picks its value class at import, which ``serve`` did before it set
+        # the multiprocess directory; every metric of the app is built below, after this
+        from prometheus_client import values
+
+        values.ValueClass = values.get_value_class()  # type: ignore[no-untyped-call]
+    app = app_from_env()
+    started = time.perf_counter()
+    preload_fleet(app)
+    LOG.info("prefork: supervisor loaded the fleet in %.2f s", time.perf_counter() - started)
+    sock = _bind(settings.host, settings.port)
+    try:
+        Supervisor(app, sock, options, settings.workers).run()
+    finally:
+        sock.close()
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """The listening socket every worker accepts on (IPv6 when ``host`` is an IPv6 address)."""
+    from placement_numa.cli.failures import EXIT_FAILED, CommandError
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise CommandError(f"cannot listen on {host}:{port}: {exc.strerror}", EXIT_FAILED) from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def release_connections(app: FastAPI) -> None:
+    """Close every database connection this process holds (the fleet source's and the
+    pool's), so that no connection is shared with a forked child."""
+    source = getattr(app.state, "fleet_source", None)
+    if source is not None:
+        source.release_connection()
+    app.state.database.dispose()
+
+
+class Supervisor:
+    """Forks and keeps ``count`` workers serving ``app`` on ``sock`` (see the module
+    docstring); ``run`` returns once stopped."""
+
+    def __init__(self, app: FastAPI, sock: socket.socket, options: dict[str, Any], count: int):
+        self.app = app
+        self.sock = sock
+        self.options = options
+        self.count = count
+        self.workers: dict[int, float] = {}  # pid -> monotonic start
+        self.stopping = False
+        self.deadline = 0.0  # monotonic time past which stopping workers are killed
+        self.quick_deaths = 0
+
+    def run(self) -> None:
+        """Fork the workers, then replace each that dies until SIGTERM or SIGINT."""
+        from placement_numa.cli.failures import EXIT_FAILED, CommandError
+
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, _WATCHED)
+        try:
+            release_connections(self.app)
+            gc.collect()
+            gc.freeze()
+            for _ in range(self.count):
+                self.fork(previous)
+            while self.workers:
+                info = signal.sigtimedwait(_WATCHED, 1.0)
+                if info is not None and info.si_signo != signal.SIGCHLD:
+                    self.on_signal(info.si_signo)
+                self.reap()
+                if self.quick_deaths >= MAX_QUICK_DEATHS and not self.stopping:
+                    LOG.error("prefork: workers keep dying at start; stopping")
+                    self.stop()
+                    self.wait_stopped()
+                    raise CommandError("the workers did not start", EXIT_FAILED)
+                while not self.stopping and len(self.workers) < self.count:
+                    self.refresh()
+                    self.fork(previous)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+    def on_signal(self, signo: int) -> None:
+        """SIGTERM/SIGINT: stop the workers; SIGHUP: reload here and in every worker."""
+        if signo == signal.SIGHUP:
+            from placement_numa.reload import reload_configuration
+
+            reload_configuration(self.app)
+            self.signal_all(signal.SIGHUP)
+            return
+        self.stop()
+
+    def stop(self) -> None:
+        """Ask every worker to finish gracefully (SIGTERM); SIGKILL after ``STOP_TIMEOUT``."""
+        if not self.stopping:
+            self.stopping = True
+            self.deadline = time.monotonic() + STOP_TIMEOUT
+            self.signal_all(signal.SIGTERM)
+        elif time.monotonic() > self.deadline:
+            self.signal_all(signal.SIGKILL)
+
+    def wait_stopped(self) -> None:
+        """Reap the workers until none is left (after ``stop``)."""
+        while self.workers:
+            time.sleep(0.1)
+            self.reap()
+            self.stop()
+
+    def signal_all(self, signo: int) -> None:
+        """Send ``signo`` to every worker still running."""
+        for pid in list(self.workers):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signo)
+
+    def reap(self) -> None:
+        """Forget the workers that exited (logged unless stopping)."""
+        if self.stopping:
+            self.stop()  # SIGKILL the stragglers past the deadline
+        while self.workers:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                self.workers.clear()
+                return
+            if pid == 0:
+                return
+            started = self.workers.pop(pid, None)
+            if started is None or self.stopping:
+                continue
+            quick = time.monotonic() - started < QUICK_DEATH_S
+            self.quick_deaths = self.quick_deaths + 1 if quick else 0
+            LOG.warning(
+                "prefork: worker %d exited (%s); forking a replacement",
+                pid,
+                _describe(status),
+            )
+
+    def refresh(self) -> None:
+        """Bring the supervisor's snapshot up to date (incremental) before a fork, so that the
+        replacement inherits a recent one; a database that cannot be read is logged and the
+        replacement patches (or loads) itself."""
+        from placement_numa.api.engine_dep import engine_for_state
+
+        started = time.perf_counter()
+        try:
+            engine_for_state(self.app.state).snapshot()
+        except Exception as exc:  # noqa: BLE001 - a replacement is forked whatever happens
+            LOG.warning("prefork: fleet snapshot not refreshed before fork: %s", exc)
+        finally:
+            release_connections(self.app)
+        LOG.debug("prefork: snapshot refreshed in %.3f s", time.perf_counter() - started)
+
+    def fork(self, mask: Iterable[int]) -> None:
+        """Fork one worker (its signal mask restored to ``mask``)."""
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                _worker_main(self.app, self.sock, self.options, parent, mask)
+                code = 0
+            except BaseException:  # noqa: BLE001 - a forked child never returns to the caller
+                LOG.exception("prefork: worker failed")
+            finally:
+                os._exit(code)
+        self.workers[pid] = time.monotonic()
+
+
+def _worker_main(
+    app: FastAPI,
+    sock: socket.socket,
+    options: dict[str, Any],
+    parent: int,
+    mask: Iterable[int],
+) -> None:
+    """One worker: dies with the supervisor, reloads on SIGHUP, serves until SIGTERM."""
+    import uvicorn
+
+    from placement_numa.reload import reload_in_background
+
+    _die_with_parent(parent)
+    signal.signal(signal.SIGHUP, lambda signum, frame: reload_in_background(app))
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    config = uvicorn.Config(app, **options)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def _die_with_parent(parent: int) -> None:
+    """Ask the kernel to send this process SIGTERM when the supervisor dies (Linux); if it
+    already died, terminate now."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+    if os.getppid() != parent:
+        raise SystemExit(0)
+
+
+def _describe(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        return f"signal {signal.Signals(os.WTERMSIG(status)).name}"
+    return f"exit code {os.waitstatus_to_exitcode(status)}"
