@@ -1,8 +1,9 @@
 """Step 1 of the NUMA pipeline: flavor + image + options -> one frozen ``NumaRequest``.
 
 ``numa_request`` is the only place that reads a flavor's extra specs and an image's
-properties: it runs Nova's checks (``validation.validate``) once, then copies out every
-setting resolved with Nova's precedence rules (``resolve.FlavorSettings``): the sizes, the
+properties: it resolves every setting once with Nova's precedence rules
+(``resolve.FlavorSettings``), runs Nova's checks on them (``validation.check``), then copies
+out what the request needs (plain reads, no step goes back to an earlier one): the sizes, the
 granular groups (``resources[$S]:``/``trait[$S]:``) and ``group_policy``, the cell count, page
 size, CPU and thread policy, emulator threads, explicit per-cell CPUs and memory, the dedicated
 mask of a ``mixed`` guest, the requested PCI devices with their aliases and NUMA affinity, the
@@ -22,12 +23,13 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from placement_numa.numa.flavor import Flavor, ImageProperties
+from placement_numa.numa.invalid_flavor import InvalidFlavor
 from placement_numa.numa.page_sizes import PageSizeRequest
 from placement_numa.numa.pci_alias import DeviceRequest, PciAlias
 from placement_numa.numa.resolve import FlavorSettings
 from placement_numa.numa.topology_policies import TopologyPolicy
 from placement_numa.numa.topology_policies import policy as topology_policy_named
-from placement_numa.numa.validation import validate
+from placement_numa.numa.validation import check
 
 __all__ = ["FlavorGroup", "GroupPolicy", "NumaOptions", "NumaRequest", "numa_request"]
 
@@ -117,33 +119,6 @@ class NumaRequest:
         return tuple(g for g in self.groups if g.suffix)
 
 
-def _groups(settings: FlavorSettings) -> tuple[FlavorGroup, ...]:
-    """The validated granular specs as typed groups, by suffix (``""`` sorts first)."""
-    return tuple(
-        FlavorGroup(
-            suffix,
-            {rc: int(v.value) for rc, v in spec.resources.items()},
-            frozenset(t for t, v in spec.traits.items() if v.value == "required"),
-            frozenset(t for t, v in spec.traits.items() if v.value == "forbidden"),
-        )
-        for suffix, spec in sorted(settings.granular.items())
-    )
-
-
-def _cells(
-    settings: FlavorSettings, nodes: int | None
-) -> tuple[tuple[frozenset[int], ...] | None, tuple[int, ...] | None]:
-    """The explicit per-cell CPU sets and memory (MiB) of a flavor with ``nodes`` cells."""
-    if nodes is None:
-        return None, None
-    cpus = settings.cell_cpu_sets
-    memory = settings.cells("mem")
-    return (
-        tuple(cpus[i][1] for i in range(nodes)) if cpus else None,
-        tuple(int(memory[i].value) for i in range(nodes)) if memory else None,
-    )
-
-
 def numa_request(
     flavor: Flavor,
     image: ImageProperties | None = None,
@@ -161,28 +136,52 @@ def numa_request(
     """
     options = options or NumaOptions()
     policy = topology_policy_named(options.topology_policy)
-    settings = validate(flavor, image, aliases=aliases, topology_policy=policy)
+    disk_gb, group_policy = flavor.disk_gb, flavor.spec("group_policy")
+    settings = FlavorSettings(flavor, image, aliases=aliases, topology_policy=policy)
+    check(settings)
+    # Only plain reads from here (the settings are resolved and checked): the typed groups,
+    # by suffix (``""`` first), and the explicit per-cell CPU sets and memory (MiB).
+    groups = []
+    for suffix, spec in sorted(settings.granular.items()):
+        required: set[str] = set()
+        forbidden: set[str] = set()
+        for trait, value in spec.traits.items():
+            (required if value.value == "required" else forbidden).add(trait)
+        amounts = {}
+        for rc, amount in spec.resources.items():
+            amounts[rc] = int(amount.value)
+        groups.append(FlavorGroup(suffix, amounts, frozenset(required), frozenset(forbidden)))
     nodes = settings.numa_nodes[0]
+    cpus, memory = settings.cell_cpu_sets, settings.cells("mem")
+    cell_cpus: list[frozenset[int]] = []
+    cell_memory: list[int] = []
+    for cell in range(nodes or 0):
+        if cpus:
+            cell_cpus.append(cpus[cell][1])
+        if memory:
+            cell_memory.append(int(memory[cell].value))
     cpu_policy = settings.cpu_policy[0]
-    cell_cpus, cell_memory = _cells(settings, nodes)
-    group_policy = flavor.spec("group_policy")
+    # the devices (and so is_numa) are the one setting the checks may not have read
+    devices, is_numa = settings.resolved["devices"], settings.resolved["is_numa"]
+    if isinstance(devices, InvalidFlavor):
+        raise devices
     return NumaRequest(
         vcpus=flavor.vcpus,
         memory_mb=flavor.memory_mb,
-        disk_gb=flavor.disk_gb,
-        groups=_groups(settings),
+        disk_gb=disk_gb,
+        groups=tuple(groups),
         group_policy=group_policy if group_policy in ("none", "isolate") else None,  # type: ignore[arg-type]
         numa_nodes=nodes,
         page_size=settings.page_size[0],
         cpu_policy=cpu_policy,
         thread_policy=settings.thread_policy[0],
         emulator_threads_isolate=settings.emulator_threads_isolate[0],
-        cell_cpus=cell_cpus,
-        cell_memory_mb=cell_memory,
+        cell_cpus=tuple(cell_cpus) if cell_cpus else None,
+        cell_memory_mb=tuple(cell_memory) if cell_memory else None,
         dedicated=settings.dedicated if cpu_policy == "mixed" else None,
-        devices=settings.devices,
+        devices=devices,  # type: ignore[arg-type]
         topology_policy=policy,
-        is_numa=settings.is_numa,
+        is_numa=is_numa,  # type: ignore[arg-type]
         options=options,
         name=flavor.name,
     )

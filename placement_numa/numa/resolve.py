@@ -23,8 +23,8 @@ Rules carried over from ``nova.virt.hardware`` (behaviour, not code):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from functools import cached_property
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from placement_numa.numa.cpu_spec import CpuOutOfRange, CpuSpecError, parse_cpu_spec
 from placement_numa.numa.extra_specs import (
@@ -59,9 +59,14 @@ __all__ = [
     "affinity_policy",
     "devices",
     "MAX_NUMA_NODES",
+    "MAX_VCPUS",
 ]
 
 MAX_NUMA_NODES = 128
+# Upper bound of a flavor's vcpus (Linux's largest NR_CPUS): guest CPU lists and masks are
+# expanded only below it, so no flavor sizes work beyond it.
+MAX_VCPUS = 8192
+CELL_KINDS = ("cpus", "mem")
 
 CPU_POLICIES = ("shared", "dedicated", "mixed")
 THREAD_POLICIES = ("prefer", "isolate", "require")
@@ -244,7 +249,7 @@ def devices(
 
 
 class FlavorSettings:
-    """A flavor (+ image) whose settings are each resolved once, on first use, with the rules
+    """A flavor (+ image) whose settings are all resolved once, at construction, with the rules
     above: ``numa_nodes``, ``page_size``, ``cpu_policy``, ``thread_policy`` (each ``(value,
     key that set it)``), ``emulator_threads_isolate`` and ``cells(kind)`` (``hw:numa_<kind>.N``
     of the flavor, else ``hw_numa_<kind>.N`` of the image; ``kind`` ``"cpus"`` or ``"mem"``).
@@ -252,8 +257,13 @@ class FlavorSettings:
     (each cell's CPU list parsed), ``dedicated`` (the parsed ``hw:cpu_dedicated_mask``),
     ``devices`` (with ``aliases`` and ``topology_policy``) and ``is_numa``, the one answer to
     "is this a NUMA guest?".
+
     Nova's checks (``validation``) and the typed request (``request``) share one, so no setting
-    is read or parsed twice. A setting that does not resolve raises ``InvalidFlavor`` at each use.
+    is read or parsed twice, and they read values only (one pass here, then the checks). A
+    setting that does not resolve keeps its ``InvalidFlavor``, raised at each use, so the checks
+    still fail in their own order. CPU lists and the mask are parsed only for
+    ``1 <= vcpus <= MAX_VCPUS`` (beyond, ``validation.check_flavor_sizes`` refuses the flavor
+    before any of them is read; they resolve to that refusal).
     """
 
     def __init__(
@@ -268,79 +278,121 @@ class FlavorSettings:
         self.image = image
         self.aliases: Mapping[str, PciAlias] = aliases or {}
         self.topology_policy = topology_policy
-        self._cells: dict[str, dict[int, SpecValue]] = {}
+        self._cells = {kind: _effective(*cell_specs(flavor, image, kind)) for kind in CELL_KINDS}
+        self.granular: dict[str, GranularSpec] = granular_specs(flavor)  # by suffix
+        self.resolved: dict[str, object] = {}  # name -> value, or the InvalidFlavor it raises
+        for name, resolve in _RESOLVERS:
+            try:
+                self.resolved[name] = resolve(self)
+            except InvalidFlavor as exc:
+                self.resolved[name] = exc
+        self.resolved["is_numa"] = self._is_numa()
 
-    @cached_property
+    def _get(self, name: str) -> Any:
+        """The resolved setting ``name``; raises its ``InvalidFlavor`` when it did not resolve."""
+        found = self.resolved[name]
+        if isinstance(found, InvalidFlavor):
+            raise found
+        return found
+
+    @property
     def numa_nodes(self) -> tuple[int | None, str | None]:
         """``numa_nodes(flavor, image)``."""
-        return numa_nodes(self.flavor, self.image)
+        return self._get("numa_nodes")  # type: ignore[no-any-return]
 
-    @cached_property
+    @property
     def page_size(self) -> tuple[PageSizeRequest | None, str | None]:
         """``page_size(flavor, image)``."""
-        return page_size(self.flavor, self.image)
+        return self._get("page_size")  # type: ignore[no-any-return]
 
-    @cached_property
+    @property
     def cpu_policy(self) -> tuple[str | None, str | None]:
         """``cpu_policy(flavor, image)``."""
-        return cpu_policy(self.flavor, self.image)
+        return self._get("cpu_policy")  # type: ignore[no-any-return]
 
-    @cached_property
+    @property
     def thread_policy(self) -> tuple[str | None, str | None]:
         """``thread_policy(flavor, image)``."""
-        return thread_policy(self.flavor, self.image)
+        return self._get("thread_policy")  # type: ignore[no-any-return]
 
-    @cached_property
+    @property
     def emulator_threads_isolate(self) -> tuple[bool, str | None]:
         """``emulator_threads_isolate(flavor)``."""
-        return emulator_threads_isolate(self.flavor)
+        return self._get("emulator_threads_isolate")  # type: ignore[no-any-return]
 
     def cells(self, kind: str) -> dict[int, SpecValue]:
         """The effective per-cell list ``hw:numa_<kind>.N`` (flavor's, else image's)."""
-        found = self._cells.get(kind)
-        if found is None:
-            from_flavor, from_image = cell_specs(self.flavor, self.image, kind)
-            found = self._cells[kind] = from_flavor or from_image
-        return found
+        return self._cells[kind]
 
-    @cached_property
-    def granular(self) -> dict[str, GranularSpec]:
-        """``granular_specs(flavor)``: the ``resources[$S]:``/``trait[$S]:`` specs by suffix."""
-        return granular_specs(self.flavor)
-
-    @cached_property
+    @property
     def cell_cpu_sets(self) -> dict[int, tuple[str, frozenset[int]]]:
         """Each cell's CPU list (``hw:numa_cpus.N``) as ``{cell: (key, guest CPU ids)}``, parsed
         with ``vcpus - 1`` as the bound (a CPU beyond it is refused before any range is
         expanded: ``ImageNUMATopologyCPUOutOfRange``)."""
-        result: dict[int, tuple[str, frozenset[int]]] = {}
-        for cell, spec in sorted(self.cells("cpus").items()):
-            try:
-                cpus = parse_cpu_spec(spec.value, max_cpu=self.flavor.vcpus - 1)
-            except CpuSpecError as exc:
-                raise InvalidFlavor([spec.key], str(exc)) from None
-            result[cell] = (spec.key, cpus)
-        return result
+        return self._get("cell_cpu_sets")  # type: ignore[no-any-return]
 
-    @cached_property
+    @property
     def dedicated(self) -> frozenset[int] | None:
         """``dedicated_mask(flavor)``."""
-        return dedicated_mask(self.flavor)
+        return self._get("dedicated")  # type: ignore[no-any-return]
 
-    @cached_property
+    @property
     def devices(self) -> tuple[DeviceRequest, ...]:
         """``devices(flavor, image, aliases, topology_policy)``."""
-        return devices(self.flavor, self.image, self.aliases, self.topology_policy)
+        return self._get("devices")  # type: ignore[no-any-return]
 
     @property
     def is_numa(self) -> bool:
         """Whether the guest has a NUMA topology: ``hw:numa_nodes``, a page size, pinned CPUs
         (Nova: the last two imply one cell), PCI devices (one cell, as in Nova), or a
         ``topology_policy`` that aligns (all but ``none``)."""
-        return (
-            self.numa_nodes[0] is not None
-            or self.page_size[0] is not None
-            or self.cpu_policy[0] in ("dedicated", "mixed")
-            or bool(self.devices)
-            or (self.topology_policy is not None and self.topology_policy.numa_guest)
-        )
+        return self._get("is_numa")  # type: ignore[no-any-return]
+
+    def _is_numa(self) -> bool | InvalidFlavor:
+        """``is_numa`` from the values in its order, short cuts kept (else the first error)."""
+        try:
+            return (
+                self.numa_nodes[0] is not None
+                or self.page_size[0] is not None
+                or self.cpu_policy[0] in ("dedicated", "mixed")
+                or bool(self.devices)
+                or (self.topology_policy is not None and self.topology_policy.numa_guest)
+            )
+        except InvalidFlavor as exc:
+            return exc
+
+
+def _effective(flavor: dict[int, SpecValue], image: dict[int, SpecValue]) -> dict[int, SpecValue]:
+    return flavor or image
+
+
+def _sane_vcpus(flavor: Flavor) -> int:
+    """``flavor.vcpus`` when CPU lists may be expanded for it (see ``FlavorSettings``)."""
+    if not 1 <= flavor.vcpus <= MAX_VCPUS:
+        raise InvalidFlavor(["vcpus"], f"must be between 1 and {MAX_VCPUS}, got {flavor.vcpus}")
+    return flavor.vcpus
+
+
+def _cell_cpu_sets(settings: FlavorSettings) -> dict[int, tuple[str, frozenset[int]]]:
+    """``FlavorSettings.cell_cpu_sets`` (see there)."""
+    vcpus = _sane_vcpus(settings.flavor)
+    result: dict[int, tuple[str, frozenset[int]]] = {}
+    for cell, spec in sorted(settings.cells("cpus").items()):
+        try:
+            cpus = parse_cpu_spec(spec.value, max_cpu=vcpus - 1)
+        except CpuSpecError as exc:
+            raise InvalidFlavor([spec.key], str(exc)) from None
+        result[cell] = (spec.key, cpus)
+    return result
+
+
+_RESOLVERS: tuple[tuple[str, Callable[[FlavorSettings], object]], ...] = (
+    ("numa_nodes", lambda s: numa_nodes(s.flavor, s.image)),
+    ("page_size", lambda s: page_size(s.flavor, s.image)),
+    ("cpu_policy", lambda s: cpu_policy(s.flavor, s.image)),
+    ("thread_policy", lambda s: thread_policy(s.flavor, s.image)),
+    ("emulator_threads_isolate", lambda s: emulator_threads_isolate(s.flavor)),
+    ("cell_cpu_sets", _cell_cpu_sets),
+    ("dedicated", lambda s: _sane_vcpus(s.flavor) and dedicated_mask(s.flavor)),
+    ("devices", lambda s: devices(s.flavor, s.image, s.aliases, s.topology_policy)),
+)

@@ -20,6 +20,7 @@ from placement_numa.numa.known_specs import closest_key, unknown_key
 from placement_numa.numa.pci_alias import PciAlias
 from placement_numa.numa.resolve import (
     MAX_NUMA_NODES,
+    MAX_VCPUS,
     FlavorSettings,
     InvalidFlavor,
     dedicated_mask,
@@ -30,15 +31,12 @@ __all__ = [
     "Check",
     "CHECKS",
     "validate",
+    "check",
     "InvalidFlavor",
     "dedicated_mask",
     "MAX_VCPUS",
     "MAX_NUMA_NODES",
 ]
-
-# Upper bound of a flavor's vcpus (Linux's largest NR_CPUS): guest CPU lists and masks are
-# expanded only below it, so no flavor sizes work beyond it.
-MAX_VCPUS = 8192
 
 Check = Callable[[FlavorSettings], None]
 _NAME_RE = r"^[A-Z0-9_]+$"
@@ -355,6 +353,12 @@ def validate(
     in the checks' order; ``aliases`` and ``topology_policy`` as for ``FlavorSettings``) and
     return it; raises the first ``InvalidFlavor``."""
     settings = FlavorSettings(flavor, image, aliases=aliases, topology_policy=topology_policy)
-    for check in CHECKS:
-        check(settings)
+    check(settings)
     return settings
+
+
+def check(settings: FlavorSettings) -> None:
+    """Run every check in ``CHECKS`` on ``settings`` (resolved once, ``resolve.FlavorSettings``),
+    in order; raises the first ``InvalidFlavor``."""
+    for each in CHECKS:
+        each(settings)
