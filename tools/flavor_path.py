@@ -23,18 +23,25 @@ Method (what is counted):
 3. **Places.** The place of a call is its module, with one collapse: everything under
    ``placement_numa.engine`` and the engine's metrics wrapper (``observability.engine``) is one
    place, ``engine``. The engine is a black box the pipeline hands its queries to: its own
-   functions are not followed (one entry per engine call); the calls it makes out of itself
-   (the rank, bound and accept hooks, the fleet source) are read as that entry's subtree, in
-   the order of their first call. Any other call into the engine (a property of a
-   ``Candidate``, ``FleetSnapshot`` or root view, read by a hook or a renderer) reads an engine
-   value and is folded into its caller's place.
-4. **Leaf calls are read in place.** A counted call into a module that makes no counted call
-   into another place before it returns (a helper such as ``cpu_spec.parse_cpu_spec``,
-   ``Flavor.spec``, a value type's property) is folded into its caller's place; the leaf
-   modules are listed separately (``leaves``).
-5. **Stays and returns.** A *stay* is a maximal run of consecutive path entries in one place.
-   A *return* is a stay in a place that already had an earlier stay (the path went back to a
-   module it had left).
+   functions are not followed (one entry per call of an entry point, ``search`` or
+   ``snapshot``). The calls it makes out of itself (the rank, bound and accept hooks, the
+   fleet source) are its subtree, in the order of their first call: each callback is one
+   entry in the module of the function the engine calls, and what that callback calls is read
+   there (how a rank key is computed is the ranking's own matter, not the flavor's path), so
+   callbacks defined in one module (one hooks object) count as one place. Any other call into
+   the engine (a property of a ``Candidate``, ``FleetSnapshot`` or root view) reads an engine
+   value: read in place, no entry.
+4. **Leaf calls are read in place.** A counted call that enters no other place below it (a
+   helper such as ``cpu_spec.parse_cpu_spec``, ``Flavor.spec``, a value type's property, a
+   local helper that calls nothing elsewhere) is read where it is called: no entry, so it
+   neither starts nor extends a stay (the same as reading on in the caller after a call
+   returns, which is no entry either). The places of such calls are listed (``leaves``).
+5. **Stays and returns.** The path is the counted calls left after rules 3 and 4, in the order
+   they happen, each at its place. A *stay* is a maximal run of consecutive entries in one
+   place. A *return* is a stay in a place that already had an earlier stay (the path went back
+   to a module it had left): a check module and a settings module calling each other in turn
+   are returns, and so is a module that, after handing work to another, runs a function of its
+   own that goes elsewhere again. Reading on in a caller after a call returns is no entry.
 
 Prints the stays in order (place, first function), then ``stays=N returns=M``; ``--json``
 prints the same as one JSON object. Usage::
@@ -143,14 +150,30 @@ def _entry_point(call: Call) -> bool:
     return call.function.rsplit(".", 1)[-1] in ENGINE_ENTRY_POINTS
 
 
-def _reaches_other(call: Call) -> bool:
-    """Whether ``call`` (or any call below it) enters a place other than its own."""
-    return any(c.place != call.place or _reaches_other(c) for c in call.children)
+def _engine_value(call: Call) -> bool:
+    """Whether ``call`` reads an engine value (an engine call other than an entry point)."""
+    return call.place == "engine" and not _entry_point(call)
+
+
+def _moves(call: Call) -> bool:
+    """Whether ``call`` (or any call below it) enters a place other than its own (reads of
+    engine values excepted: rule 3)."""
+    for child in call.children:
+        if call.place != "engine" and _engine_value(child):
+            continue
+        if child.place != call.place or _moves(child):
+            return True
+    return False
+
+
+def _label(call: Call) -> str:
+    return f"{call.module.removeprefix('placement_numa.')}.{call.function}"
 
 
 def path(root: Call, fold_leaves: bool) -> tuple[list[tuple[str, str]], set[str]]:
-    """The counted calls in order as ``(place, function)``; leaf calls (rule 4) take their
-    caller's place when ``fold_leaves``. Also the places folded as leaves."""
+    """The counted calls in order as ``(place, function)``: engine values read in place
+    (rule 3), leaf calls read in place when ``fold_leaves`` (rule 4). Also the places of the
+    leaf calls left out."""
     out: list[tuple[str, str]] = []
     leaves: set[str] = set()
 
@@ -161,24 +184,24 @@ def path(root: Call, fold_leaves: bool) -> tuple[list[tuple[str, str]], set[str]
             found.extend(hooks(child) if child.place == "engine" else [child])
         return found
 
-    def walk(call: Call, caller_place: str | None) -> None:
-        place = call.place
-        if place == "engine" and caller_place is not None and not _entry_point(call):
-            place = caller_place  # reading an engine value (Candidate, FleetSnapshot, views)
-        if place == "engine":  # the black box: its callbacks are its subtree
-            out.append((place, f"{call.module.removeprefix('placement_numa.')}.{call.function}"))
-            for child in hooks(call):
-                walk(child, place)
+    def walk(call: Call, caller: str | None = None) -> None:
+        if caller is not None and _engine_value(call):
             return
-        if fold_leaves and caller_place is not None and place != caller_place:
-            if not _reaches_other(call):
-                leaves.add(place)
-                place = caller_place
-        out.append((place, f"{call.module.removeprefix('placement_numa.')}.{call.function}"))
-        for child in call.children:
-            walk(child, place)
+        if caller is not None and fold_leaves and not _moves(call):
+            leaves.add(call.place)
+            return
+        out.append((call.place, _label(call)))
+        if call.place != "engine":
+            for child in call.children:
+                walk(child, call.place)
+            return
+        for hook in hooks(call):  # the black box's callbacks: one entry each (rule 3)
+            if fold_leaves and not _moves(hook):
+                leaves.add(hook.place)
+            else:
+                out.append((hook.place, _label(hook)))
 
-    walk(root, None)
+    walk(root)
     return out, leaves
 
 
@@ -262,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         for n, line in enumerate(found["path"], start=1):
             print(f"{n:3d}  {line}")
-        print("leaves folded:", ", ".join(found["leaves"]) or "-")
+        print("read in place (leaf calls):", ", ".join(found["leaves"]) or "-")
         print(f"functions={found['functions']} stays={found['stays']} returns={found['returns']}")
     return 0 if all(s == 200 for s in found["statuses"]) else 1
 

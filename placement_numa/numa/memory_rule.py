@@ -7,7 +7,8 @@ reserved``), whatever ``ram_allocation_ratio`` says. A Placement inventory knows
 capacity, ``(total - reserved) * allocation_ratio``, and the agent reports the host's
 ``ram_allocation_ratio`` on the small-page provider (shared guests may overcommit there, as in
 Nova), so the rule cannot live in the tree nor in the query: it is a constraint the NUMA search
-applies to each candidate through the engine's public ``accept`` hook (issue 11, defect 3).
+applies to each candidate through the engine's public ``accept`` hook (issue 11, defect 3;
+``numa.search_hooks`` adds it for guests whose ``memory_not_overcommitted``).
 
 Rule: for every ``MEMORY_MB`` the candidate takes from a provider,
 ``used + amount <= total - reserved`` (ratio 1.0). Huge-page providers have ratio 1.0 already,
@@ -17,13 +18,10 @@ does not carry this rule; its answer may hold candidates the POST leaves out.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from placement_numa.engine.candidates import Candidate
 from placement_numa.engine.fleet import FleetSnapshot
-from placement_numa.numa.topology import GuestTopology
 
-__all__ = ["fits_without_overcommit", "memory_accept"]
+__all__ = ["fits_without_overcommit"]
 
 
 def fits_without_overcommit(candidate: Candidate, fleet: FleetSnapshot) -> bool:
@@ -40,13 +38,3 @@ def fits_without_overcommit(candidate: Candidate, fleet: FleetSnapshot) -> bool:
         if inventory.used + amount > inventory.total - inventory.reserved:
             return False
     return True
-
-
-def memory_accept(
-    topology: GuestTopology | None, fleet: FleetSnapshot
-) -> Callable[[Candidate], bool] | None:
-    """The ``accept`` filter for a guest whose memory Nova does not overcommit (``None`` for
-    other guests: nothing to check)."""
-    if topology is None or not topology.memory_not_overcommitted:
-        return None
-    return lambda candidate: fits_without_overcommit(candidate, fleet)

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 
 from placement_numa.numa.distribute import cpu_splits, widths_to_try
 from placement_numa.numa.request import NumaRequest
-from placement_numa.numa.translate import NumaQuery, translate
+from placement_numa.numa.topology import guest_topology
+from placement_numa.numa.translate import NumaQuery, translate, translate_topology
 
 __all__ = ["MAX_DISTRIBUTE_CELLS", "SearchPlan", "search_plan"]
 
@@ -85,8 +86,9 @@ class SearchPlan:
 def search_plan(request: NumaRequest) -> SearchPlan:
     """The ``SearchPlan`` of ``request`` (translates the main query once; widths on use).
     Raises ``InvalidFlavor`` (400) only for what the translation refuses."""
-    main = translate(request)
     policy = request.topology_policy
+    admitted = policy is None or policy.admits(request.numa_nodes)
+    main = translate_topology(request, guest_topology(request))
     widths = policy.widths if policy is not None else "flavor"
     distribute = request.options.distribute and (policy is None or policy.max_cells != 1)
     widen = (
@@ -97,7 +99,7 @@ def search_plan(request: NumaRequest) -> SearchPlan:
     return SearchPlan(
         request=request,
         main=main,
-        admitted=policy is None or policy.admits(request.numa_nodes),
+        admitted=admitted,
         widen=widen,
         every=widths == "every",
     )

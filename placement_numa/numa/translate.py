@@ -43,6 +43,7 @@ __all__ = [
     "DeviceGroup",
     "NumaQuery",
     "translate",
+    "translate_topology",
     "HW_NUMA_ROOT",
     "HW_NON_NUMA",
     "HYPERTHREADING",
@@ -280,6 +281,12 @@ def translate(
     """
     request = flavor if isinstance(flavor, NumaRequest) else numa_request(flavor, image)
     topology = guest_topology(request, cell_count=cell_count, cpu_split=cpu_split)
+    return translate_topology(request, topology)
+
+
+def translate_topology(request: NumaRequest, topology: GuestTopology | None) -> NumaQuery:
+    """``translate`` of ``request`` whose guest topology is ``topology`` (``guest_topology``
+    of it; ``None``: no NUMA request)."""
     if topology is None:
         query = _flat_query(request, None, frozenset({HW_NUMA_ROOT}))
         return NumaQuery(query, (), None, None, ("VCPU",), query, (), False, (), request)

@@ -49,6 +49,7 @@ from placement_numa.numa.pci_alias import PciAlias
 from placement_numa.numa.plan import MAX_DISTRIBUTE_CELLS, SearchPlan, search_plan
 from placement_numa.numa.query_string import to_query_string
 from placement_numa.numa.request import NumaOptions, numa_request
+from placement_numa.numa.search_hooks import NumaHooks
 from placement_numa.numa.translate import NumaQuery
 from placement_numa.services.numa_distances import cell_id
 from placement_numa.services.numa_search import (
@@ -306,12 +307,12 @@ def query_candidates(
         rc for rc in ("VCPU", "PCPU") if any(rc in g.resources for g in query.groups)
     ) or ("VCPU", "PCPU")
     ranker = NumaRanker(index, classes, prefer_closest=options.prefer_closest)
-    bound = None if exhaustive else ranker.bound
+    hooks = NumaHooks(ranker)
     result = engine.search(
         query,
         limit=options.limit,
-        rank=ranker.rank,
-        rank_bound=bound,
+        rank=hooks.rank,
+        rank_bound=None if exhaustive else hooks,
         fleet=fleet,
         orderings=options.every_ordering,
         diversify=options.diversify,

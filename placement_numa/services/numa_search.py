@@ -1,23 +1,23 @@
 """The searches under ``services.numa_candidates``: one NUMA query through the candidate
-engine with the NUMA rank hook and the search's ``accept`` filter (guest cells on distinct host
-cells, Nova's memory rule, the devices' NUMA affinity), bounded (roots searched best bound
+engine with the NUMA search's hooks as one object (``numa.search_hooks.NumaHooks``: the rank,
+its bound and the ``accept`` filter: guest cells on distinct host cells, Nova's memory rule,
+the devices' NUMA affinity), bounded (roots searched best bound
 first) or exhaustive (the reference the tests compare against); the options and the ranked
 candidate both share.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 
 from placement_numa.domain.numa_tree import HW_NUMA_ROOT
 from placement_numa.domain.request_groups import CandidateQuery
 from placement_numa.engine import Candidate, CandidateEngine, FleetSnapshot
-from placement_numa.numa.device_affinity import device_accept
 from placement_numa.numa.engine_rank import CellIndex, NumaRanker
-from placement_numa.numa.memory_rule import memory_accept
 from placement_numa.numa.ranking import NumaScore
 from placement_numa.numa.request import NumaOptions
+from placement_numa.numa.search_hooks import anchors_distinct, numa_hooks
 from placement_numa.numa.translate import NumaQuery
 from placement_numa.numa.unknown_traits import known_traits_only
 
@@ -95,36 +95,6 @@ def runnable(numa: NumaQuery, fleet: FleetSnapshot) -> NumaQuery | None:
     return replace(numa, search=search, fallback=fallback)
 
 
-def anchors_distinct(candidate: Candidate, anchors: tuple[str, ...]) -> bool:
-    """Whether the groups ``anchors`` (suffixes) of ``candidate`` sit on distinct providers."""
-    chosen = [g.providers for g in candidate.groups if g.suffix in anchors]
-    return len({p for p in chosen}) == len(chosen)
-
-
-def _accept(
-    numa: NumaQuery, fleet: FleetSnapshot, index: CellIndex | None = None
-) -> Callable[[Candidate], bool] | None:
-    """The search's ``accept`` filter: guest cells on distinct host cells when the query cannot
-    enforce it (``filter_anchors``), Nova's memory rule for pinned and explicit-page-size
-    guests (``numa.memory_rule``) and the devices' NUMA affinity (``numa.device_affinity``);
-    ``None`` when none applies."""
-    checks: list[Callable[[Candidate], bool]] = []
-    if numa.filter_anchors:
-        anchors = numa.anchors
-        checks.append(lambda c: anchors_distinct(c, anchors))
-    memory = memory_accept(numa.topology, fleet)
-    if memory is not None:
-        checks.append(memory)
-    devices = device_accept(numa, fleet, index or CellIndex())
-    if devices is not None:
-        checks.append(devices)
-    if not checks:
-        return None
-    if len(checks) == 1:
-        return checks[0]
-    return lambda c: all(check(c) for check in checks)
-
-
 def ranker_for(index: CellIndex, numa: NumaQuery, options: NumaOptions) -> NumaRanker:
     """The ``NumaRanker`` of ``numa``'s candidates (its CPU and device classes, its distinct
     anchors, devices aligned unless ``topology_policy=none``)."""
@@ -166,14 +136,15 @@ def search_bounded(
     query = numa.search_query
     if fleet is None:
         fleet = engine.snapshot()
+    hooks = numa_hooks(numa, fleet, ranker)
     # the rank bound's contract reads key[0] as the width; device keys lead with alignment
     result = engine.search(
         query,
         limit=limit,
-        rank=ranker.rank,
-        rank_bound=None if numa.devices else ranker.bound,
+        rank=hooks.rank,
+        rank_bound=None if numa.devices else hooks,
         roots=roots,
-        accept=_accept(numa, fleet, ranker.index),
+        accept=hooks.accept_or_none,
         fleet=fleet,
         orderings=options.every_ordering,
         diversify=options.diversify,
@@ -196,7 +167,7 @@ def search_exhaustive(
     query = numa.search_query
     if fleet is None:
         fleet = engine.snapshot()
-    accept = _accept(numa, fleet, ranker.index)
+    accept = numa_hooks(numa, fleet, ranker).accept_or_none
     result = engine.search(
         query,
         limit=None if accept is not None or options.diversify else limit,

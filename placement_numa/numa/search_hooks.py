@@ -1,0 +1,92 @@
+"""The NUMA search's engine hooks as one object: ``NumaHooks`` (``rank``, the rank bound,
+``accept``), built once per search by ``numa_hooks`` and handed to the candidate engine::
+
+    engine.search(query, rank=hooks.rank, rank_bound=hooks, accept=hooks.accept_or_none)
+
+* ``rank`` and the object itself as the ``rank_bound`` (``engine.ClassedRankBound``:
+  ``hooks(view)`` is the best key a root can offer, ``root_classes(fleet)`` which roots look
+  alike to it): the NUMA ranking (``numa.engine_rank.NumaRanker``: width, KEP-3545 distance,
+  KEP-2902 spread);
+* ``accept``: the constraints the query cannot carry, each a check on one candidate: guest
+  cells on distinct host cells when the query does not enforce it (``anchors_distinct``),
+  Nova's memory rule for pinned and explicit-page-size guests (``numa.memory_rule``) and the
+  devices' NUMA affinity (``numa.device_affinity``). ``checks`` is empty when none applies
+  (then give the engine ``accept=None``: nothing to filter).
+
+Every callback the engine makes for a NUMA search enters here, so a reader finds what the
+search adds to the engine in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from placement_numa.engine.candidates import Candidate
+from placement_numa.engine.fleet import FleetSnapshot
+from placement_numa.engine.protocol import RootBoundView
+from placement_numa.numa.device_affinity import device_accept
+from placement_numa.numa.engine_rank import NumaRanker
+from placement_numa.numa.memory_rule import fits_without_overcommit
+from placement_numa.numa.translate import NumaQuery
+
+__all__ = ["NumaHooks", "anchors_distinct", "numa_hooks"]
+
+Check = Callable[[Candidate], bool]
+
+
+def anchors_distinct(candidate: Candidate, anchors: tuple[str, ...]) -> bool:
+    """Whether the groups ``anchors`` (suffixes) of ``candidate`` sit on distinct providers."""
+    chosen = [g.providers for g in candidate.groups if g.suffix in anchors]
+    return len({p for p in chosen}) == len(chosen)
+
+
+class NumaHooks:
+    """The engine hooks of one NUMA search: ``ranker`` (its ``rank`` and ``bound``) and the
+    ``accept`` checks (a candidate passes when every check does)."""
+
+    def __init__(self, ranker: NumaRanker, checks: tuple[Check, ...] = ()) -> None:
+        self.ranker = ranker
+        self.checks = checks
+
+    def rank(self, candidate: Candidate, fleet: FleetSnapshot) -> Any:
+        """The engine's ``rank`` hook: the candidate's sort key (smaller is better)."""
+        return self.ranker.rank(candidate, fleet)
+
+    def __call__(self, view: RootBoundView) -> tuple[object, ...] | None:
+        """The engine's ``rank_bound`` hook: a lower bound of the keys of the candidates of
+        ``view.root`` (``None``: the root has none; ``NumaRanker.bound_of``)."""
+        return self.ranker.bound_of(view)
+
+    def root_classes(self, fleet: FleetSnapshot) -> Any:
+        """The rank bound's look-alike classes: per provider index of ``fleet``, the root's
+        bound class (-1: not a root; ``engine.ClassedRankBound``)."""
+        return self.ranker.view(fleet).bound_classes
+
+    @property
+    def accept_or_none(self) -> Check | None:
+        """``accept``, or ``None`` when there is nothing to check (the engine skips it)."""
+        return self.accept if self.checks else None
+
+    def accept(self, candidate: Candidate) -> bool:
+        """The engine's ``accept`` hook: whether ``candidate`` passes every check."""
+        for check in self.checks:
+            if not check(candidate):
+                return False
+        return True
+
+
+def numa_hooks(numa: NumaQuery, fleet: FleetSnapshot, ranker: NumaRanker) -> NumaHooks:
+    """The hooks of a search of ``numa`` on ``fleet`` ranked by ``ranker`` (its ``index``
+    gives the cells and sockets the device checks read)."""
+    checks: list[Check] = []
+    if numa.filter_anchors:
+        checks.append(partial(anchors_distinct, anchors=numa.anchors))
+    topology = numa.topology
+    if topology is not None and topology.memory_not_overcommitted:
+        checks.append(partial(fits_without_overcommit, fleet=fleet))
+    devices = device_accept(numa, fleet, ranker.index)
+    if devices is not None:
+        checks.append(devices)
+    return NumaHooks(ranker, tuple(checks))
