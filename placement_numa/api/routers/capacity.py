@@ -35,21 +35,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter
 
 from placement_numa.api import microversion as mv
-from placement_numa.api.cell_index_dep import CellIndexDep
-from placement_numa.api.deps import DatabaseDep, JsonBody, VersionDep, body_doc, require_version
 from placement_numa.api.deps import validate as validate_body
-from placement_numa.api.engine_dep import EngineDep
-from placement_numa.api.pci_aliases import aliases_for
+from placement_numa.api.numa_route import NumaRoute, NumaRouteDep, numa_post
 from placement_numa.api.query import parse_in_tree, parse_member_of, parse_required
 from placement_numa.api.responses import PlacementJSONResponse, json_response
 from placement_numa.api.schemas.capacity import CapacityBody
 from placement_numa.domain.filters import RequiredTraits
 from placement_numa.engine import FleetSnapshot
 from placement_numa.numa.engine_rank import CellIndex
-from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.numa.request import NumaOptions
 from placement_numa.services import capacity as service
 from placement_numa.services.capacity_limits import Shortfall
@@ -72,16 +68,8 @@ def _scope(data: CapacityBody, version: mv.Microversion) -> service.CapacityScop
     )
 
 
-def _asks(request: Request, data: CapacityBody) -> list[service.FlavorAsk]:
-    asks = []
-    for n, body in enumerate(data.flavors, start=1):
-        fields = body.model_dump(exclude={"image"})
-        flavor = Flavor(**fields)
-        image = ImageProperties(body.image_properties()) if body.image else None
-        name = body.name or f"flavor-{n}"
-        aliases = aliases_for(request.app.state, flavor)
-        asks.append(service.FlavorAsk(name, flavor, image, aliases))
-    return asks
+def _asks(route: NumaRoute, data: CapacityBody) -> list[service.FlavorAsk]:
+    return [route.flavor_ask(body, f"flavor-{n}") for n, body in enumerate(data.flavors, start=1)]
 
 
 def _host(host: service.HostCapacity) -> dict[str, Any]:
@@ -95,30 +83,23 @@ def _host(host: service.HostCapacity) -> dict[str, Any]:
     }
 
 
-@router.post(
+@numa_post(
+    router,
     "/allocation_candidates/capacity",
     summary="How many more instances of each flavor fit, per host and in all (extension)",
-    dependencies=[Depends(require_version(mv.SAME_SUBTREE))],
-    openapi_extra=body_doc(CapacityBody, "flavors to count and the hosts in scope"),
+    body=CapacityBody,
+    body_text="flavors to count and the hosts in scope",
     responses={200: {"description": "Per flavor: the total, and per host the count and limits"}},
 )
-def post_capacity(
-    request: Request,
-    version: VersionDep,
-    database: DatabaseDep,
-    body: JsonBody,
-    engine: EngineDep,
-    index_cache: CellIndexDep,
-) -> PlacementJSONResponse:
+def post_capacity(route: NumaRouteDep) -> PlacementJSONResponse:
     """Count, per flavor, the instances that still fit, placing them one after another as
     ``/allocation_candidates/claim`` would (``services/capacity.py``); writes nothing."""
-    data = validate_body(CapacityBody, body)
-    scope = _scope(data, version)
-    asks = _asks(request, data)
-    fleet = engine.snapshot()
-    index = index_cache.get(database, fleet.revision)
+    data = validate_body(CapacityBody, route.body)
+    scope = _scope(data, route.version)
+    asks = _asks(route, data)
+    fleet, index = route.indexed_fleet()
     answers = service.fleet_capacity(
-        engine=engine,
+        engine=route.engine,
         index=index,
         flavors=asks,
         options=NumaOptions(
@@ -140,7 +121,7 @@ def post_capacity(
     summary = lost.as_json()
     if data.hosts:
         summary["places"] = _places(fleet, index, lost)
-    return json_response({"capacity": rendered, "stranded": summary}, version, cache=False)
+    return json_response({"capacity": rendered, "stranded": summary}, route.version, cache=False)
 
 
 def _places(fleet: FleetSnapshot, index: CellIndex, lost: Stranded) -> list[dict[str, Any]]:

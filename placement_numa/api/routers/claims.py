@@ -23,15 +23,12 @@ from __future__ import annotations
 
 import uuid as uuidlib
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter
 
-from placement_numa.api import microversion as mv
-from placement_numa.api.cell_index_dep import CellIndexDep
-from placement_numa.api.deps import DatabaseDep, JsonBody, VersionDep, body_doc, require_version
 from placement_numa.api.deps import validate as validate_body
-from placement_numa.api.engine_dep import EngineDep
 from placement_numa.api.limits import LimitsDep
 from placement_numa.api.numa_body import searched
+from placement_numa.api.numa_route import NumaRouteDep, numa_post
 from placement_numa.api.responses import PlacementJSONResponse, json_response
 from placement_numa.api.schemas.claims import ClaimBody
 from placement_numa.api.schemas.ranked_candidates import allocation_request
@@ -43,13 +40,12 @@ __all__ = ["router"]
 router = APIRouter(tags=["allocation candidates"])
 
 
-@router.post(
+@numa_post(
+    router,
     "/allocation_candidates/claim",
     summary="Search NUMA-ranked candidates and claim the best that fits, atomically (extension)",
-    dependencies=[Depends(require_version(mv.SAME_SUBTREE))],
-    openapi_extra=body_doc(
-        ClaimBody, "what POST /allocation_candidates takes, plus the consumer to claim for"
-    ),
+    body=ClaimBody,
+    body_text="what POST /allocation_candidates takes, plus the consumer to claim for",
     responses={
         200: {"description": "The claimed allocation request, the consumer's new generation"},
         409: {
@@ -61,19 +57,11 @@ router = APIRouter(tags=["allocation candidates"])
         },
     },
 )
-def post_claim(
-    request: Request,
-    version: VersionDep,
-    database: DatabaseDep,
-    body: JsonBody,
-    engine: EngineDep,
-    index_cache: CellIndexDep,
-    limits: LimitsDep,
-) -> PlacementJSONResponse:
+def post_claim(route: NumaRouteDep, limits: LimitsDep) -> PlacementJSONResponse:
     """Claim the best NUMA fit for a consumer in one transaction (``services/claims.py``; the
     walk follows the ``claim_strategy`` setting)."""
-    data = validate_body(ClaimBody, body)
-    settings = getattr(request.app.state, "settings", None)
+    data = validate_body(ClaimBody, route.body)
+    settings = getattr(route.request.app.state, "settings", None)
     strategy: service.ClaimStrategy = getattr(settings, "claim_strategy", "spread")
     try:
         consumer_uuid = str(uuidlib.UUID(data.consumer_uuid))
@@ -89,14 +77,14 @@ def post_claim(
     )
     window = data.limit or service.DEFAULT_WINDOW
     claimed = service.claim_for(
-        database=database,
-        engine=engine,
-        wanted=searched(data, request.app.state, limits),
+        database=route.database,
+        engine=route.engine,
+        wanted=searched(data, route.request.app.state, limits),
         options=data.numa_options(),
         request=claim,
         window=window,
         strategy=strategy,
-        index_cache=index_cache,
+        index_cache=route.index_cache,
     )
     answer = {
         "consumer_uuid": claim.consumer_uuid,
@@ -105,4 +93,4 @@ def post_claim(
         "alternates": [allocation_request(r) for r in claimed.alternates],
         "claim": {"attempts": claimed.attempts, "rounds": claimed.rounds},
     }
-    return json_response(answer, version, cache=False)
+    return json_response(answer, route.version, cache=False)

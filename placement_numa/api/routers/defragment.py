@@ -18,22 +18,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-from placement_numa.api import microversion as mv
-from placement_numa.api.cell_index_dep import CellIndexDep
-from placement_numa.api.deps import DatabaseDep, JsonBody, VersionDep, body_doc, require_version
 from placement_numa.api.deps import validate as validate_body
-from placement_numa.api.engine_dep import EngineDep
-from placement_numa.api.pci_aliases import aliases_for
+from placement_numa.api.numa_route import NumaRouteDep, numa_post
 from placement_numa.api.responses import PlacementJSONResponse, json_response
 from placement_numa.api.schemas.capacity import CapacityFlavor
 from placement_numa.api.schemas.inventories import JsonInt
-from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.numa.request import NumaOptions
 from placement_numa.services import defragment as service
-from placement_numa.services.capacity import FlavorAsk
 
 __all__ = ["router"]
 
@@ -61,32 +55,23 @@ def _end(names: dict[str, str], uuid: str, cells: tuple[int, ...]) -> dict[str, 
     return {"host": names.get(uuid, uuid), "uuid": uuid, "cells": list(cells)}
 
 
-@router.post(
+@numa_post(
+    router,
     "/allocation_candidates/defragment",
     summary="Guest moves after which a flavor fits (extension; answered, never applied)",
-    dependencies=[Depends(require_version(mv.SAME_SUBTREE))],
-    openapi_extra=body_doc(DefragmentBody, "the flavor to make room for and the search's bounds"),
+    body=DefragmentBody,
+    body_text="the flavor to make room for and the search's bounds",
 )
-def post_defragment(
-    request: Request,
-    version: VersionDep,
-    database: DatabaseDep,
-    body: JsonBody,
-    engine: EngineDep,
-    index_cache: CellIndexDep,
-) -> PlacementJSONResponse:
+def post_defragment(route: NumaRouteDep) -> PlacementJSONResponse:
     """A short list of moves after which ``instances`` (default 1) instances of the flavor fit
     (``services/defragment.py``); writes nothing. ``host``: the host room was made on first
     (every move's ``from`` host gains room)."""
-    data = validate_body(DefragmentBody, body)
-    flavor = Flavor(**data.flavor.model_dump(exclude={"image"}))
-    image = ImageProperties(data.flavor.image_properties()) if data.flavor.image else None
-    ask = FlavorAsk(flavor.name or "flavor", flavor, image, aliases_for(request.app.state, flavor))
-    fleet = engine.snapshot()
-    index = index_cache.get(database, fleet.revision)
+    data = validate_body(DefragmentBody, route.body)
+    ask = route.flavor_ask(data.flavor, "flavor")
+    _fleet, index = route.indexed_fleet()
     plan = service.defragment(
-        database=database,
-        engine=engine,
+        database=route.database,
+        engine=route.engine,
         index=index,
         ask=ask,
         options=NumaOptions(
@@ -112,4 +97,4 @@ def post_defragment(
             for m in plan.moves
         ],
     }
-    return json_response(answer, version, cache=False)
+    return json_response(answer, route.version, cache=False)

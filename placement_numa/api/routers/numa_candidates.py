@@ -24,21 +24,12 @@ query, 400 ``placement_numa.pci_alias.invalid`` for a bad ``[pci] alias`` line.
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter
 
-from placement_numa.api import microversion as mv
-from placement_numa.api.cell_index_dep import CellIndexDep
-from placement_numa.api.deps import (
-    DatabaseDep,
-    JsonBody,
-    VersionDep,
-    body_doc,
-    require_version,
-    validate,
-)
-from placement_numa.api.engine_dep import EngineDep
+from placement_numa.api.deps import validate
 from placement_numa.api.limits import LimitsDep
 from placement_numa.api.numa_body import searched
+from placement_numa.api.numa_route import NumaRouteDep, numa_post
 from placement_numa.api.responses import PlacementJSONResponse, json_response
 from placement_numa.api.schemas.numa_candidates import NumaCandidatesBody
 from placement_numa.api.schemas.ranked_candidates import render_ranked
@@ -49,29 +40,22 @@ __all__ = ["router"]
 router = APIRouter(tags=["allocation candidates"])
 
 
-@router.post(
+@numa_post(
+    router,
     "/allocation_candidates",
     summary="NUMA-aware allocation candidates for a flavor or a JSON query (extension)",
-    dependencies=[Depends(require_version(mv.SAME_SUBTREE))],
-    openapi_extra=body_doc(NumaCandidatesBody, "a Nova flavor (+ image) or the GET query as JSON"),
+    body=NumaCandidatesBody,
+    body_text="a Nova flavor (+ image) or the GET query as JSON",
 )
-def post_allocation_candidates(
-    request: Request,
-    version: VersionDep,
-    database: DatabaseDep,
-    body: JsonBody,
-    engine: EngineDep,
-    index_cache: CellIndexDep,
-    limits: LimitsDep,
-) -> PlacementJSONResponse:
+def post_allocation_candidates(route: NumaRouteDep, limits: LimitsDep) -> PlacementJSONResponse:
     """Translate the flavor (Nova spec), search with NUMA ranking (width, KEP-3545 distance,
     KEP-2902 spread), answer in the 1.39 shape with a ``numa`` block per candidate."""
-    data = validate(NumaCandidatesBody, body)
+    data = validate(NumaCandidatesBody, route.body)
     found = service.candidates_for(
-        database=database,
-        engine=engine,
-        wanted=searched(data, request.app.state, limits),
+        database=route.database,
+        engine=route.engine,
+        wanted=searched(data, route.request.app.state, limits),
         options=data.numa_options(),
-        index_cache=index_cache,
+        index_cache=route.index_cache,
     )
-    return json_response(render_ranked(found), version, cache=False)
+    return json_response(render_ranked(found), route.version, cache=False)
