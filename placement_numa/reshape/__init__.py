@@ -6,10 +6,11 @@ allocations, or collapse the tree back, as one ``POST /reshaper`` body.
 ``Plan``; ``parse_topology`` reads the target topology document.
 """
 
+from placement_numa.reshape.collapse import plan_to_flat
 from placement_numa.reshape.errors import ConsumerUnplaceable, PlanError, TopologyInvalid
 from placement_numa.reshape.model import ConsumerState, HostState, Inventory, ProviderState
 from placement_numa.reshape.plan import NewProvider, Plan
-from placement_numa.reshape.planner import plan_to_flat, plan_to_numa
+from placement_numa.reshape.planner import plan_to_numa
 from placement_numa.reshape.topology import Topology, parse_topology
 
 __all__ = [

@@ -1,5 +1,6 @@
-"""Planning reshapes of one compute node: flat -> NUMA tree (``plan_to_numa``) and back
-(``plan_to_flat``). Pure: reads a ``HostState``, returns a ``Plan``; nothing is written.
+"""Planning reshapes of one compute node: flat -> NUMA tree (``plan_to_numa``; back to flat:
+``reshape.collapse.plan_to_flat``). Pure: reads a ``HostState``, returns a ``Plan``; nothing
+is written.
 
 Rules (Nova spec "NUMA Topology with Resource Providers"; Placement's reshaper, microversion 1.30):
 
@@ -16,17 +17,16 @@ Rules (Nova spec "NUMA Topology with Resource Providers"; Placement's reshaper, 
   known); its other allocations are carried over unchanged. See ``reshape.fit`` for the search.
 * Back to flat: the cells' and page sizes' inventories are summed onto the compute node (the
   allocation ratio is chosen so the summed capacity is kept), children are emptied and listed for
-  deletion, and allocations are summed back onto the compute node.
+  deletion, and allocations are summed back onto the compute node (``reshape.collapse``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from math import gcd
 from typing import Any
 
-from placement_numa.reshape.devices import devices_to_cells, devices_to_root, is_device
+from placement_numa.reshape.devices import devices_to_cells
 from placement_numa.reshape.errors import ConsumerUnplaceable, TopologyInvalid
 from placement_numa.reshape.fit import Bin, Item, Limits, Policy, fit, memory_slot
 from placement_numa.reshape.model import (
@@ -45,32 +45,10 @@ from placement_numa.reshape.model import (
     page_size_trait,
 )
 from placement_numa.reshape.plan import GENERATION_AFTER_CREATE, NewProvider, Plan
+from placement_numa.reshape.plan_body import all_typed, consumer_entry, numa_usages, usages_text
 from placement_numa.reshape.topology import CellSpec, Topology
 
-__all__ = ["plan_to_numa", "plan_to_flat"]
-
-
-def _consumer_entry(
-    consumer: ConsumerState, allocations: Mapping[str, Mapping[str, int]], typed: bool
-) -> dict[str, Any]:
-    entry: dict[str, Any] = {
-        "allocations": {
-            rp: {"resources": dict(sorted(res.items()))}
-            for rp, res in sorted(allocations.items())
-            if any(res.values())
-        },
-        "project_id": consumer.project_id,
-        "user_id": consumer.user_id,
-        "consumer_generation": consumer.generation,
-    }
-    if typed:
-        entry["consumer_type"] = consumer.consumer_type
-    return entry
-
-
-def _typed(consumers: list[ConsumerState]) -> bool:
-    """Whether every consumer's type is known (the body can then use microversion 1.38)."""
-    return all(c.consumer_type not in (None, "unknown") for c in consumers)
+__all__ = ["plan_to_numa"]
 
 
 def _cell_inventories(
@@ -166,11 +144,11 @@ def plan_to_numa(host: HostState, topology: Topology, *, policy: Policy = "pack"
                 for p, r in sorted(placements[consumer.uuid].items())
             )
         )
-    typed = _typed(moving)
-    allocations = {c.uuid: _consumer_entry(c, new_allocs[c.uuid], typed) for c in moving}
-    before = _numa_usages(moving, {c.uuid: c.allocations for c in moving}, set(tree.names))
-    after = _numa_usages(moving, new_allocs, set(tree.names))
-    summary.append(f"  usages before {_usages_text(before)}, after {_usages_text(after)}")
+    typed = all_typed(moving)
+    allocations = {c.uuid: consumer_entry(c, new_allocs[c.uuid], typed) for c in moving}
+    before = numa_usages(moving, {c.uuid: c.allocations for c in moving}, set(tree.names))
+    after = numa_usages(moving, new_allocs, set(tree.names))
+    summary.append(f"  usages before {usages_text(before)}, after {usages_text(after)}")
     if topology.distances is None:
         summary.append("  no distance matrix given")
     moves = devices_to_cells(host, topology, tree.cell_uuid)
@@ -292,25 +270,6 @@ def _placed_allocations(
     return {rp: res for rp, res in allocs.items() if any(res.values())}, where
 
 
-def _usages_text(usages: Mapping[str, int]) -> str:
-    """``{"DISK_GB": 100, "VCPU": 12}`` as ``DISK_GB 100, VCPU 12`` (no Python reprs in output)."""
-    return ", ".join(f"{rc} {amount}" for rc, amount in sorted(usages.items())) or "none"
-
-
-def _numa_usages(
-    consumers: list[ConsumerState],
-    allocations: Mapping[str, Mapping[str, Mapping[str, int]]],
-    tree: set[str],
-) -> dict[str, int]:
-    totals: dict[str, int] = {}
-    for consumer in consumers:
-        for rp, resources in allocations[consumer.uuid].items():
-            if rp in tree:
-                for rc, amount in resources.items():
-                    totals[rc] = totals.get(rc, 0) + amount
-    return dict(sorted(totals.items()))
-
-
 def _item(consumer: ConsumerState, topology: Topology, root: ProviderState) -> Item:
     hint = topology.hints.get(consumer.uuid)
     page_kb = (
@@ -339,140 +298,3 @@ def _item(consumer: ConsumerState, topology: Topology, root: ProviderState) -> I
         ):
             piece[slot] = part
     return Item(consumer.uuid, tuple(pieces))
-
-
-def _combine(invs: list[Inventory]) -> Inventory:
-    """One flat inventory of the sum of ``invs`` with the same capacity (ratio adjusted if the
-    ratios differ)."""
-    total = sum(i.total for i in invs)
-    reserved = sum(i.reserved for i in invs)
-    ratios = {i.allocation_ratio for i in invs}
-    if len(ratios) == 1:
-        ratio = ratios.pop()
-    else:
-        usable = total - reserved
-        capacity = sum(i.capacity for i in invs)
-        ratio = capacity / usable if usable else 1.0
-        while int(usable * ratio) < capacity:
-            ratio += 1e-9
-    step = 0
-    for inv in invs:
-        step = gcd(step, inv.step_size)
-    return Inventory(
-        total=total,
-        reserved=reserved,
-        min_unit=min(i.min_unit for i in invs),
-        max_unit=max(i.as_dict()["max_unit"] for i in invs),
-        step_size=step or 1,
-        allocation_ratio=ratio,
-    )
-
-
-def _collapsed_children(host: HostState, cells: list[ProviderState]) -> list[ProviderState]:
-    """The providers a collapse empties and deletes: each cell's page-size providers, then the
-    cell (device providers are moved, not deleted: ``reshape.devices``).
-
-    Raises ``TopologyInvalid`` when a page-size provider has children of its own.
-    """
-    children: list[ProviderState] = []
-    for cell in cells:
-        pages = [p for p in host.children_of(cell.uuid) if not is_device(p)]
-        for page in pages:
-            if host.children_of(page.uuid):
-                raise TopologyInvalid(f"provider {page.name} has children; cannot collapse it")
-        children.extend(pages)
-        children.append(cell)
-    return children
-
-
-def _flat_inventories(host: HostState, children: list[ProviderState]) -> dict[str, Inventory]:
-    """The compute node's inventories after the collapse: its own, plus the children's NUMA
-    classes each summed into one (``_combine``).
-
-    Raises ``TopologyInvalid`` when a child holds a class other than ``VCPU``/``PCPU``/
-    ``MEMORY_MB``, or when the compute node holds one of those classes itself.
-    """
-    root = host.root
-    by_class: dict[str, list[Inventory]] = {}
-    for provider in children:
-        for rc, inv in provider.inventories.items():
-            if rc not in NUMA_CLASSES:
-                raise TopologyInvalid(
-                    f"provider {provider.name} has {rc} inventory; cannot collapse it"
-                )
-            by_class.setdefault(rc, []).append(inv)
-    clash = sorted(set(by_class) & set(root.inventories))
-    if clash:
-        raise TopologyInvalid(
-            f"host {host.host} has {clash} on both the compute node and its cells"
-        )
-    final_root = dict(root.inventories)
-    final_root.update({rc: _combine(invs) for rc, invs in by_class.items()})
-    return final_root
-
-
-def plan_to_flat(host: HostState) -> Plan:
-    """Plan collapsing a NUMA tree back onto its flat compute node (a rollback).
-
-    Raises ``TopologyInvalid`` when the host has no NUMA cell providers, or when a cell or page
-    size provider has children or inventories of other classes that the flat host cannot take.
-    """
-    cells = host.cells()
-    if not cells:
-        raise TopologyInvalid(f"host {host.host} has no NUMA cell providers; nothing to collapse")
-    root = host.root
-    children = _collapsed_children(host, cells)
-    final_root = _flat_inventories(host, children)
-    inventories: dict[str, dict[str, Any]] = {
-        root.uuid: {
-            "resource_provider_generation": root.generation,
-            "inventories": {rc: inv.as_dict() for rc, inv in sorted(final_root.items())},
-        }
-    }
-    for provider in children:
-        inventories[provider.uuid] = {
-            "resource_provider_generation": provider.generation,
-            "inventories": {},
-        }
-    child_ids = {p.uuid for p in children}
-    moving = [c for c in host.consumers if child_ids & set(c.allocations)]
-    new_allocs: dict[str, dict[str, dict[str, int]]] = {}
-    for consumer in moving:
-        allocs: dict[str, dict[str, int]] = {}
-        for rp, res in consumer.allocations.items():
-            target = root.uuid if rp in child_ids else rp
-            for rc, amount in res.items():
-                allocs.setdefault(target, {})[rc] = allocs.get(target, {}).get(rc, 0) + amount
-        new_allocs[consumer.uuid] = allocs
-    typed = _typed(moving)
-    tree = child_ids | {root.uuid}
-    before = _numa_usages(moving, {c.uuid: c.allocations for c in moving}, tree)
-    after = _numa_usages(moving, new_allocs, tree)
-    summary = [f"host {host.host}: collapse {len(cells)} NUMA cells -> flat compute node"]
-    summary += [
-        f"  {rc}: {inv.total} (reserved {inv.reserved}, ratio {inv.allocation_ratio:g})"
-        for rc, inv in sorted(final_root.items())
-    ]
-    summary.append(
-        f"  {len(moving)} consumers moved back to {host.host};"
-        f" delete {len(children)} child providers"
-    )
-    summary.append(f"  usages before {_usages_text(before)}, after {_usages_text(after)}")
-    summary.append("  the host's NUMA distance matrix no longer applies (apply removes it)")
-    summary += [f"  move device provider {m.name} under {host.host}" for m in devices_to_root(host)]
-    return Plan(
-        direction="to_flat",
-        host=host.host,
-        root_provider_uuid=root.uuid,
-        microversion="1.38" if typed else "1.30",
-        body={
-            "inventories": inventories,
-            "allocations": {c.uuid: _consumer_entry(c, new_allocs[c.uuid], typed) for c in moving},
-        },
-        delete_providers=tuple(p.uuid for p in children),
-        reparent_providers=devices_to_root(host),
-        placements={c.uuid: {host.host: new_allocs[c.uuid].get(root.uuid, {})} for c in moving},
-        usages_before=before,
-        usages_after=after,
-        summary=tuple(summary),
-    )
