@@ -17,10 +17,8 @@ from placement_numa.api.deps import VersionDep, require_version
 from placement_numa.api.engine_dep import EngineDep
 from placement_numa.api.limits import LimitsDep, check_candidate_query
 from placement_numa.api.responses import json_pieces_response
-from placement_numa.api.schemas.allocation_candidates import (
-    FragmentCache,
-    candidate_body_pieces,
-)
+from placement_numa.api.schemas.allocation_candidates import candidate_body_pieces
+from placement_numa.api.schemas.candidate_pieces import process_fragments
 
 __all__ = ["router"]
 
@@ -46,16 +44,10 @@ def list_allocation_candidates(
     result = engine.search(query, nested_aware=nested_aware)
     # written while it is sent (api/responses.py: json_pieces_response)
     pieces = candidate_body_pieces(
-        result, query, version, nested_aware=nested_aware, fragments=_fragments(request)
+        result,
+        query,
+        version,
+        nested_aware=nested_aware,
+        fragments=process_fragments(request.app.state),
     )
     return json_pieces_response(pieces, version)
-
-
-def _fragments(request: Request) -> FragmentCache:
-    """The process's cache of encoded candidate fragments (``app.state``, made on first use)."""
-    state = request.app.state
-    cache = getattr(state, "candidate_fragments", None)
-    if cache is None:
-        cache = state.candidate_fragments = FragmentCache()
-    assert isinstance(cache, FragmentCache)
-    return cache

@@ -25,14 +25,16 @@ query, 400 ``placement_numa.pci_alias.invalid`` for a bad ``[pci] alias`` line.
 from __future__ import annotations
 
 from fastapi import APIRouter
+from fastapi.responses import Response
 
 from placement_numa.api.deps import validate
 from placement_numa.api.limits import LimitsDep
 from placement_numa.api.numa_body import searched
 from placement_numa.api.numa_route import NumaRouteDep, numa_post
-from placement_numa.api.responses import PlacementJSONResponse, json_response
+from placement_numa.api.responses import json_bytes_response
+from placement_numa.api.schemas.candidate_pieces import process_fragments
 from placement_numa.api.schemas.numa_candidates import NumaCandidatesBody
-from placement_numa.api.schemas.ranked_candidates import render_ranked
+from placement_numa.api.schemas.ranked_pieces import encode_ranked
 from placement_numa.services import numa_candidates as service
 
 __all__ = ["router"]
@@ -47,7 +49,7 @@ router = APIRouter(tags=["allocation candidates"])
     body=NumaCandidatesBody,
     body_text="a Nova flavor (+ image) or the GET query as JSON",
 )
-def post_allocation_candidates(route: NumaRouteDep, limits: LimitsDep) -> PlacementJSONResponse:
+def post_allocation_candidates(route: NumaRouteDep, limits: LimitsDep) -> Response:
     """Translate the flavor (Nova spec), search with NUMA ranking (width, KEP-3545 distance,
     KEP-2902 spread), answer in the 1.39 shape with a ``numa`` block per candidate."""
     data = validate(NumaCandidatesBody, route.body)
@@ -58,4 +60,5 @@ def post_allocation_candidates(route: NumaRouteDep, limits: LimitsDep) -> Placem
         options=data.numa_options(),
         index_cache=route.index_cache,
     )
-    return json_response(render_ranked(found), route.version, cache=False)
+    body = encode_ranked(found, process_fragments(route.request.app.state))
+    return json_bytes_response(body, route.version, cache=False)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from operator import itemgetter
 from typing import Any
 
@@ -27,7 +27,13 @@ from placement_numa.domain.request_groups import CandidateQuery
 from placement_numa.engine import CandidateResult, FleetSnapshot
 from placement_numa.engine.candidates import Candidate, Layout, TemplateEntry
 
-__all__ = ["FragmentCache", "candidate_body_pieces", "encode_candidates"]
+__all__ = [
+    "FragmentCache",
+    "RankedFragments",
+    "candidate_body_pieces",
+    "encode_candidates",
+    "process_fragments",
+]
 
 # compiled runs kept per response shape; past it they start over
 MAX_RUNS = 16384
@@ -80,11 +86,23 @@ class FragmentCache:
 
 
 def _without_stale(cache: dict[Any, Any], fleet: FleetSnapshot) -> dict[Any, Any]:
-    """A copy of ``cache`` less what ``fleet``'s refresh replaced. (Quoted uuids by index stay:
-    a provider keeps its index and uuid, and an index is never reused.)"""
+    """A copy of ``cache`` less what ``fleet``'s refresh replaced. Quoted uuids by index (and
+    the shares and mapping labels that carry them) stay while a replaced provider keeps its
+    uuid; they start over when an index now holds another uuid (SQLite reuses the ids of
+    deleted rows, so a tree deleted and created again may come back under its old indices:
+    ``engine.fleet_patch``)."""
     kept = dict(cache)
+    quoted: dict[int, bytes] = cache.get("quoted", {})
+    uuids = fleet.uuids
+    renamed = False
     for index in fleet.replaced_providers:
         kept.pop(index, None)
+        known = quoted.get(index)
+        if known is not None and (index >= len(uuids) or known != orjson.dumps(uuids[index])):
+            renamed = True
+    if renamed:
+        for key in ("quoted", "shares", "labels"):
+            kept.pop(key, None)
     for root in fleet.replaced_roots:
         kept.pop(("root", root), None)
         kept.pop(("root-q", root), None)
@@ -145,37 +163,106 @@ def candidate_body_pieces(
     )
     cache = (fragments or FragmentCache()).get(fleet, shape)
     yield b'{"allocation_requests":['
-    yield from _RequestWriter(result, cache, with_mappings).pieces()
+    yield from _RequestWriter(fleet, result.candidates, cache, with_mappings).pieces()
     yield b'],"provider_summaries":{'
 
-    def one(index: int) -> bytes:
-        fragment: bytes | None = cache.get(index)
-        if fragment is None:
-            body = summary(fleet, index, all_classes, with_traits, with_tree, requested)
-            fragment = cache[index] = orjson.dumps({fleet.uuids[index]: body})[1:-1]
-        return fragment
-
+    summaries = _Summaries(fleet, cache, (all_classes, with_traits, with_tree, requested))
     if nested_aware or not fleet.has_trees:
         separator = b""
         for root in result.summary_roots():
-            tree: bytes | None = cache.get(("root", root))
-            if tree is None:
-                tree = cache[("root", root)] = b",".join([one(i) for i in fleet.tree[root]])
             yield separator
-            yield tree
+            yield summaries.tree(root)
             separator = b","
     else:  # before 1.29 on a nested fleet: only providers used by the candidates
         touched = sorted({p for c in result.candidates for p, _, _ in c.allocations})
-        yield b",".join([one(index) for index in touched])
+        yield b",".join([summaries.one(index) for index in touched])
     yield b"}}"
+
+
+class _Summaries:
+    """``provider_summaries`` fragments of one response shape: a provider's
+    ``"uuid":{summary}`` (kept by index), a tree's (kept by ``("root", root)``)."""
+
+    def __init__(
+        self, fleet: FleetSnapshot, cache: dict[Any, Any], shape: tuple[bool, bool, bool, set[str]]
+    ) -> None:
+        self.fleet = fleet
+        self.cache = cache
+        self.shape = shape
+
+    def one(self, index: int) -> bytes:
+        """Provider ``index``'s ``"uuid":{summary}``."""
+        fragment: bytes | None = self.cache.get(index)
+        if fragment is None:
+            fleet = self.fleet
+            body = summary(fleet, index, *self.shape)
+            fragment = self.cache[index] = orjson.dumps({fleet.uuids[index]: body})[1:-1]
+        return fragment
+
+    def tree(self, root: int) -> bytes:
+        """The summaries of every provider of ``root``'s tree, comma separated."""
+        found: bytes | None = self.cache.get(("root", root))
+        if found is None:
+            one = self.one
+            found = self.cache[("root", root)] = b",".join([one(i) for i in self.fleet.tree[root]])
+        return found
+
+
+# the fragment shape of a ranked answer (``ranked_fragments``): every inventory, traits, tree
+# uuids and mappings, as GET answers from 1.34 on
+_RANKED_SHAPE = ("bytes", True, True, True, True, None)
+
+
+class RankedFragments:
+    """One snapshot's fragments in the 1.34+ shape for a renderer of other candidate lists
+    (``api/schemas/ranked_pieces.py``): ``request(candidate)``, one allocation request
+    (``{"allocations":{...},"mappings":{...}}``); ``tree_summaries(root)``, a tree's provider
+    summaries. Kept in the process's ``FragmentCache`` beside GET's (the same shape)."""
+
+    def __init__(self, fleet: FleetSnapshot, fragments: FragmentCache) -> None:
+        cache = fragments.get(fleet, _RANKED_SHAPE)
+        self.writer = _RequestWriter(fleet, [], cache, True)
+        self.summaries = _Summaries(fleet, cache, (True, True, True, set()))
+
+    def request(self, candidate: Candidate) -> bytes:
+        """The candidate's allocation request (its template entry's run when replayed)."""
+        if candidate.entry is None or candidate.members is None:
+            return self.writer.one(candidate)
+        return self.writer.run(candidate, [candidate.entry])
+
+    def tree_summaries(self, roots: Iterable[int]) -> bytes:
+        """``"uuid":{summary}`` of every provider of the trees of ``roots``, comma
+        separated."""
+        cache, tree = self.summaries.cache, self.summaries.tree
+        found = []
+        for root in roots:
+            fragment = cache.get(("root", root))
+            found.append(tree(root) if fragment is None else fragment)
+        return b",".join(found)
+
+
+def process_fragments(state: Any) -> FragmentCache:
+    """The process's cache of encoded candidate fragments, kept on ``state`` (the app's
+    ``app.state``; made on first use)."""
+    cache = getattr(state, "candidate_fragments", None)
+    if cache is None:
+        cache = state.candidate_fragments = FragmentCache()
+    assert isinstance(cache, FragmentCache)
+    return cache
 
 
 class _RequestWriter:
     """The ``allocation_requests`` items of one response as pieces of bytes (``pieces``)."""
 
-    def __init__(self, result: CandidateResult, cache: dict[Any, Any], with_mappings: bool) -> None:
-        self.fleet = result.fleet
-        self.candidates = result.candidates
+    def __init__(
+        self,
+        fleet: FleetSnapshot,
+        candidates: list[Candidate],
+        cache: dict[Any, Any],
+        with_mappings: bool,
+    ) -> None:
+        self.fleet = fleet
+        self.candidates = candidates
         self.cache = cache
         self.with_mappings = with_mappings
         self.shares: dict[Any, bytes] = cache.setdefault("shares", {})
