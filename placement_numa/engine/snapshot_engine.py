@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 import random
 from collections.abc import Callable, Collection, Iterable, Iterator
+from itertools import chain, islice
 from typing import Any, Unpack
 
 from placement_numa.domain.request_groups import CandidateQuery
@@ -263,7 +264,11 @@ class _Stream:
         if self.engine.randomize:
             keyed = ((key, random.random(), c) for key, _, c in keyed)
         if need is not None and root not in fleet.roots_with_sharing:
-            ranked = heapq.nsmallest(need, keyed, key=_first_two)
+            first = list(islice(keyed, need + 1))  # most roots have a few: sorted at once
+            if len(first) <= need:
+                ranked = sorted(first, key=_first_two)
+            else:
+                ranked = heapq.nsmallest(need, chain(first, keyed), key=_first_two)
         else:
             ranked = sorted(keyed, key=_first_two)
         for key, _, base in ranked:
