@@ -14,12 +14,14 @@
   (then give the engine ``accept=None``: nothing to filter).
 
 Every callback the engine makes for a NUMA search enters here, so a reader finds what the
-search adds to the engine in one place.
+search adds to the engine in one place; ``ranked`` turns the engine's answer into
+``RankedCandidate`` values (score, devices, explain) with the same ranker.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -29,9 +31,10 @@ from placement_numa.engine.protocol import RootBoundView
 from placement_numa.numa.device_affinity import device_accept
 from placement_numa.numa.engine_rank import NumaRanker
 from placement_numa.numa.memory_rule import fits_without_overcommit
+from placement_numa.numa.ranking import NumaScore
 from placement_numa.numa.translate import NumaQuery
 
-__all__ = ["NumaHooks", "anchors_distinct", "numa_hooks"]
+__all__ = ["NumaHooks", "RankedCandidate", "anchors_distinct", "numa_hooks"]
 
 Check = Callable[[Candidate], bool]
 
@@ -42,6 +45,22 @@ def anchors_distinct(candidate: Candidate, anchors: tuple[str, ...]) -> bool:
     return len({p for p in chosen}) == len(chosen)
 
 
+@dataclass(frozen=True)
+class RankedCandidate:
+    """One candidate, best first: the engine's candidate and snapshot, its NUMA score
+    (``None`` for fallback candidates), the query string it answers, whether it is a
+    fallback (host not reshaped), the host name and the PCI devices it takes:
+    ``((resource class, provider uuid, cell id or None), ...)``."""
+
+    candidate: Candidate
+    fleet: FleetSnapshot
+    score: NumaScore | None
+    explain: str
+    fallback: bool = False
+    host: str | None = None
+    devices: tuple[tuple[str, str, int | None], ...] = ()
+
+
 class NumaHooks:
     """The engine hooks of one NUMA search: ``ranker`` (its ``rank`` and ``bound``) and the
     ``accept`` checks (a candidate passes when every check does)."""
@@ -49,6 +68,8 @@ class NumaHooks:
     def __init__(self, ranker: NumaRanker, checks: tuple[Check, ...] = ()) -> None:
         self.ranker = ranker
         self.checks = checks
+        # ``accept``, or ``None`` when there is nothing to check (the engine skips it)
+        self.accept_or_none: Check | None = self.accept if checks else None
 
     def rank(self, candidate: Candidate, fleet: FleetSnapshot) -> Any:
         """The engine's ``rank`` hook: the candidate's sort key (smaller is better)."""
@@ -64,10 +85,18 @@ class NumaHooks:
         bound class (-1: not a root; ``engine.ClassedRankBound``)."""
         return self.ranker.view(fleet).bound_classes
 
-    @property
-    def accept_or_none(self) -> Check | None:
-        """``accept``, or ``None`` when there is nothing to check (the engine skips it)."""
-        return self.accept if self.checks else None
+    def ranked(
+        self, candidates: Iterable[Candidate], fleet: FleetSnapshot, numa: NumaQuery
+    ) -> list[RankedCandidate]:
+        """``candidates`` of a search of ``numa`` on ``fleet`` as ``RankedCandidate``, each
+        with its NUMA score and PCI devices, and ``numa.explain``."""
+        ranker = self.ranker
+        explain = numa.explain
+        found = []
+        for c in candidates:
+            score, devices = ranker.score(c, fleet), ranker.devices(c, fleet)
+            found.append(RankedCandidate(c, fleet, score, explain, devices=devices))
+        return found
 
     def accept(self, candidate: Candidate) -> bool:
         """The engine's ``accept`` hook: whether ``candidate`` passes every check."""
@@ -86,7 +115,7 @@ def numa_hooks(numa: NumaQuery, fleet: FleetSnapshot, ranker: NumaRanker) -> Num
     topology = numa.topology
     if topology is not None and topology.memory_not_overcommitted:
         checks.append(partial(fits_without_overcommit, fleet=fleet))
-    devices = device_accept(numa, fleet, ranker.index)
+    devices = device_accept(numa, fleet, ranker.index) if numa.devices else None
     if devices is not None:
         checks.append(devices)
     return NumaHooks(ranker, tuple(checks))

@@ -16,7 +16,7 @@ Nova semantics (``nova.virt.hardware.numa_get_constraints``):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from placement_numa.numa.distribute import split_evenly
 from placement_numa.numa.flavor import Flavor, ImageProperties
@@ -53,13 +53,14 @@ class GuestTopology:
     emulator_threads_isolate: bool
     fixed_cell_count: bool
     explicit_page_size: bool = False
+    # Whether Nova refuses to overcommit this guest's memory: dedicated CPUs (``dedicated`` /
+    # ``mixed``) or an explicit ``hw:mem_page_size`` make Nova count FREE pages at ratio 1.0
+    # (``_numa_fit_instance_cell``; ``numa.memory_rule`` enforces it). Derived, not given.
+    memory_not_overcommitted: bool = field(init=False, default=False)
 
-    @property
-    def memory_not_overcommitted(self) -> bool:
-        """Whether Nova refuses to overcommit this guest's memory: dedicated CPUs
-        (``dedicated``/``mixed``) or an explicit ``hw:mem_page_size`` make Nova count FREE pages
-        at ratio 1.0 (``_numa_fit_instance_cell``; ``numa.memory_rule`` enforces it)."""
-        return self.explicit_page_size or self.cpu_policy in ("dedicated", "mixed")
+    def __post_init__(self) -> None:
+        rule = self.explicit_page_size or self.cpu_policy in ("dedicated", "mixed")
+        object.__setattr__(self, "memory_not_overcommitted", rule)
 
 
 def _cpu_ranges(counts: list[int] | tuple[int, ...]) -> list[frozenset[int]]:

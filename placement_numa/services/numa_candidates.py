@@ -50,7 +50,6 @@ from placement_numa.numa.plan import MAX_DISTRIBUTE_CELLS, SearchPlan, search_pl
 from placement_numa.numa.query_string import to_query_string
 from placement_numa.numa.request import NumaOptions, numa_request
 from placement_numa.numa.search_hooks import NumaHooks
-from placement_numa.numa.translate import NumaQuery
 from placement_numa.services.numa_distances import cell_id
 from placement_numa.services.numa_search import (
     RankedCandidate,
@@ -197,29 +196,6 @@ def _named(found: list[RankedCandidate], index: CellIndex) -> list[RankedCandida
     ]
 
 
-def _numa_found(
-    engine: CandidateEngine,
-    plan: SearchPlan,
-    numa: NumaQuery,
-    index: CellIndex,
-    options: NumaOptions,
-    fleet: FleetSnapshot,
-    exhaustive: bool,
-) -> list[RankedCandidate]:
-    """The NUMA fits of the plan (no fallback): widened over the plan's widths when it asks,
-    else ``numa`` (the plan's main query, runnable on ``fleet``)."""
-    if plan.widen:
-        widened = distributed if exhaustive else distributed_bounded
-        return widened(engine, plan, index, options, fleet)
-    if numa.search is None:  # the NUMA search requires an unknown trait: only the fallback
-        return []
-    ranker = ranker_for(index, numa, options)
-    if exhaustive:
-        return search_exhaustive(engine, numa, ranker, options.limit, fleet, options)
-    found, _ = search_bounded(engine, numa, ranker, options.limit, fleet=fleet, options=options)
-    return found
-
-
 def plan_candidates(
     *,
     database: Database | None,
@@ -250,7 +226,17 @@ def plan_candidates(
         return _named(
             [RankedCandidate(c, result.fleet, None, explain) for c in result.candidates], index
         )
-    found = _numa_found(engine, plan, numa, index, options, fleet, exhaustive)
+    if plan.widen:  # widths 1, 2, ... (numa_widths)
+        widened = distributed if exhaustive else distributed_bounded
+        found = widened(engine, plan, index, options, fleet)
+    elif numa.search is None:  # the NUMA search requires an unknown trait: only the fallback
+        found = []
+    elif exhaustive:
+        ranker = ranker_for(index, numa, options)
+        found = search_exhaustive(engine, numa, ranker, limit, fleet, options)
+    else:
+        ranker = ranker_for(index, numa, options)
+        found, _ = search_bounded(engine, numa, ranker, limit, fleet=fleet, options=options)
     if numa.fallback is not None and (limit is None or len(found) < limit):
         remaining = None if limit is None else limit - len(found)
         result = engine.search(numa.fallback, limit=remaining, fleet=fleet)

@@ -9,15 +9,14 @@ candidate both share.
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from placement_numa.domain.numa_tree import HW_NUMA_ROOT
 from placement_numa.domain.request_groups import CandidateQuery
-from placement_numa.engine import Candidate, CandidateEngine, FleetSnapshot
+from placement_numa.engine import CandidateEngine, FleetSnapshot
 from placement_numa.numa.engine_rank import CellIndex, NumaRanker
-from placement_numa.numa.ranking import NumaScore
 from placement_numa.numa.request import NumaOptions
-from placement_numa.numa.search_hooks import anchors_distinct, numa_hooks
+from placement_numa.numa.search_hooks import RankedCandidate, anchors_distinct, numa_hooks
 from placement_numa.numa.translate import NumaQuery
 from placement_numa.numa.unknown_traits import known_traits_only
 
@@ -49,22 +48,6 @@ def rounds(found: list[RankedCandidate]) -> list[RankedCandidate]:
         seen[anchor] = seen.get(anchor, 0) + 1
     keyed.sort(key=lambda item: (item[0], item[1]))
     return [ranked for _, _, ranked in keyed]
-
-
-@dataclass(frozen=True)
-class RankedCandidate:
-    """One candidate, best first: the engine's candidate and snapshot, its NUMA score
-    (``None`` for fallback candidates), the query string it answers, whether it is a
-    fallback (host not reshaped), the host name and the PCI devices it takes:
-    ``((resource class, provider uuid, cell id or None), ...)``."""
-
-    candidate: Candidate
-    fleet: FleetSnapshot
-    score: NumaScore | None
-    explain: str
-    fallback: bool = False
-    host: str | None = None
-    devices: tuple[tuple[str, str, int | None], ...] = ()
 
 
 def _known_classes(query: CandidateQuery | None, fleet: FleetSnapshot) -> CandidateQuery | None:
@@ -108,18 +91,6 @@ def ranker_for(index: CellIndex, numa: NumaQuery, options: NumaOptions) -> NumaR
     )
 
 
-def _ranked(
-    candidate: Candidate, fleet: FleetSnapshot, ranker: NumaRanker, explain: str
-) -> RankedCandidate:
-    return RankedCandidate(
-        candidate,
-        fleet,
-        ranker.score(candidate, fleet),
-        explain,
-        devices=ranker.devices(candidate, fleet),
-    )
-
-
 def search_bounded(
     engine: CandidateEngine,
     numa: NumaQuery,
@@ -149,10 +120,7 @@ def search_bounded(
         orderings=options.every_ordering,
         diversify=options.diversify,
     )
-    explain = numa.explain
-    fleet = result.fleet
-    found = [_ranked(c, fleet, ranker, explain) for c in result.candidates]
-    return found, fleet
+    return hooks.ranked(result.candidates, result.fleet, numa), result.fleet
 
 
 def search_exhaustive(
@@ -167,7 +135,8 @@ def search_exhaustive(
     query = numa.search_query
     if fleet is None:
         fleet = engine.snapshot()
-    accept = numa_hooks(numa, fleet, ranker).accept_or_none
+    hooks = numa_hooks(numa, fleet, ranker)
+    accept = hooks.accept_or_none
     result = engine.search(
         query,
         limit=None if accept is not None or options.diversify else limit,
@@ -175,12 +144,8 @@ def search_exhaustive(
         fleet=fleet,
         orderings=options.every_ordering,
     )
-    explain = numa.explain
-    found = []
-    for candidate in result.candidates:
-        if accept is not None and not accept(candidate):
-            continue
-        found.append(_ranked(candidate, result.fleet, ranker, explain))
+    accepted = [c for c in result.candidates if accept is None or accept(c)]
+    found = hooks.ranked(accepted, result.fleet, numa)
     if options.diversify:
         found = rounds(found)
     return found if limit is None else found[:limit]
