@@ -29,8 +29,7 @@ from dataclasses import dataclass, field
 
 from placement_numa.numa.distribute import cpu_splits, widths_to_try
 from placement_numa.numa.request import NumaRequest
-from placement_numa.numa.topology import guest_topology
-from placement_numa.numa.translate import NumaQuery, translate, translate_topology
+from placement_numa.numa.translate import NumaQuery, guest_topology, translate, translate_topology
 
 __all__ = ["MAX_DISTRIBUTE_CELLS", "SearchPlan", "search_plan"]
 

@@ -1,6 +1,20 @@
-"""Flavor + image -> request groups with ``same_subtree`` (the Nova spec's translation).
+"""Step 2a of the NUMA pipeline: ``NumaRequest`` -> the guest's NUMA cells (``guest_topology``)
+-> request groups with ``same_subtree`` (``translate``, the Nova spec's translation); the values
+they build live in ``numa.numa_query``.
 
-For each guest cell ``i`` (1-based, as the spec writes them)::
+The guest cells (Nova semantics, ``nova.virt.hardware.numa_get_constraints``):
+
+* ``hw:numa_nodes=N`` makes N cells; CPUs and memory split evenly unless ``hw:numa_cpus.N`` /
+  ``hw:numa_mem.N`` assign them (memory split evenly when only CPUs are listed, as in the
+  Nova spec's third example);
+* a page size or pinned CPUs (``dedicated``/``mixed``) without ``hw:numa_nodes`` imply one cell
+  whose count is not fixed by the flavor (``fixed_cell_count`` false, so KEP-2902 distribution
+  may widen it);
+* ``dedicated``: every CPU is a ``PCPU``; ``mixed``: ``hw:cpu_dedicated_mask`` CPUs are ``PCPU``,
+  the rest ``VCPU``; otherwise ``VCPU``;
+* ``hw:emulator_threads_policy=isolate``: one more ``PCPU`` on the host cell of guest cell 0.
+
+The request groups: for each guest cell ``i`` (1-based, as the spec writes them)::
 
     resources_MEMi=MEMORY_MB:<cell MiB>      required_MEMi=<page-size trait>   (none for "any")
     resources_PROCi=VCPU:<shared>,PCPU:<dedicated>
@@ -28,20 +42,29 @@ host). A NUMA flavor also gets a ``fallback`` query for hosts not reshaped yet
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import os_traits
 
 from placement_numa.domain.request_groups import CandidateQuery, RequestGroup
+from placement_numa.numa.distribute import split_evenly
 from placement_numa.numa.flavor import Flavor, ImageProperties
-from placement_numa.numa.query_string import to_query_string
+from placement_numa.numa.numa_query import (
+    ALIGNING_POLICIES,
+    CellGroups,
+    DeviceGroup,
+    GuestCell,
+    GuestTopology,
+    NumaQuery,
+)
+from placement_numa.numa.page_sizes import PageSizeRequest
 from placement_numa.numa.request import NumaRequest, numa_request
-from placement_numa.numa.topology import GuestTopology, guest_topology
 
 __all__ = [
     "CellGroups",
     "DeviceGroup",
+    "GuestCell",
+    "GuestTopology",
     "NumaQuery",
+    "guest_topology",
     "translate",
     "translate_topology",
     "HW_NUMA_ROOT",
@@ -54,115 +77,6 @@ HW_NUMA_ROOT = os_traits.HW_NUMA_ROOT
 HW_NON_NUMA = "HW_NON_NUMA"
 HYPERTHREADING = "HW_CPU_HYPERTHREADING"
 _PLACED = ("VCPU", "PCPU", "MEMORY_MB")
-
-
-@dataclass(frozen=True, slots=True)
-class CellGroups:
-    """The request groups of one guest cell: ``anchor`` lands on the host NUMA cell provider."""
-
-    index: int
-    anchor: str
-    proc: str
-    mem: str
-
-
-# Device affinity policies that refuse a device off the guest's cells (no fallback hosts then).
-ALIGNING_POLICIES = ("required", "socket")
-
-
-@dataclass(frozen=True, slots=True)
-class DeviceGroup:
-    """The request group of one PCI device: its suffix (``_PCI<n>``), resource class and
-    effective NUMA affinity policy (``required``, ``legacy``, ``preferred``, ``socket`` or
-    ``none``); ``in_subtree``: the query itself ties it to the guest's only cell
-    (``same_subtree``), so the search needs no further check for it."""
-
-    suffix: str
-    resource_class: str
-    policy: str
-    in_subtree: bool = False
-
-
-@dataclass(frozen=True)
-class NumaQuery:
-    """A translated flavor.
-
-    * ``query``: the main query (NUMA-anchored for NUMA flavors, ``!HW_NUMA_ROOT`` otherwise);
-    * ``cells``: the groups of each guest cell (empty without NUMA request);
-    * ``fallback``: the query for non-reshaped hosts (NUMA flavors only);
-    * ``topology``: the guest topology (``None`` without NUMA request);
-    * ``cpu_classes``: the CPU resource classes asked (for the spread score);
-    * ``search`` / ``search_cells``: the query the service runs. Guest cells must land on
-      distinct host cells; when the flavor has no numbered groups of its own (or asks
-      ``isolate``), this is the folded form under ``group_policy=isolate``, so the engine's
-      isolate rule enforces it while searching. Otherwise (numbered groups with
-      ``group_policy=none``) it is ``query`` and ``filter_anchors`` tells the caller to drop
-      candidates whose anchors share a provider;
-    * ``devices``: the request group of each PCI device (``_PCI1``, ...), with its affinity
-      policy, which the search enforces (``numa.device_affinity``) unless ``in_subtree``;
-    * ``request``: the typed request it was translated from.
-    """
-
-    query: CandidateQuery
-    cells: tuple[CellGroups, ...]
-    fallback: CandidateQuery | None
-    topology: GuestTopology | None
-    cpu_classes: tuple[str, ...]
-    search: CandidateQuery | None = None
-    search_cells: tuple[CellGroups, ...] = ()
-    filter_anchors: bool = False
-    devices: tuple[DeviceGroup, ...] = ()
-    request: NumaRequest | None = None
-
-    @property
-    def anchors(self) -> tuple[str, ...]:
-        """Suffixes that must land on distinct providers (one host NUMA cell per guest cell)."""
-        return tuple(cell.anchor for cell in self.cells)
-
-    @property
-    def search_query(self) -> CandidateQuery:
-        """The query the service runs (``search``, else ``query``)."""
-        return self.search if self.search is not None else self.query
-
-    @property
-    def explain(self) -> str:
-        """The ``explain`` of this query's candidates: the query the service runs as a ``GET
-        /allocation_candidates`` query string, plus ``#`` and the constraints the search adds
-        (``&``-separated) when there are any::
-
-            resources_MEM1=...&resources_PCI1=CUSTOM_PCI_8086_1572:1&same_subtree=...
-            #device_affinity=_PCI1:required&guest_cells=_NUMA1,_NUMA2&distinct_cells=_NUMA1,_NUMA2
-
-        (a URL fragment: ``GET /allocation_candidates?<explain>`` still runs the query). Each
-        constraint is present only when the search applies it:
-
-        * ``device_affinity=<suffix>:<policy>,...``: the device groups whose NUMA affinity the
-          search checks (``numa.device_affinity``: ``required``, ``legacy``, ``socket``) or
-          ranks (``preferred``), and ``guest_cells``: the anchor groups whose host cells count
-          as the guest's; a ``required`` device of a one-cell guest is in the query's
-          ``same_subtree`` instead;
-        * ``distinct_cells=<suffix>,...``: guest cells on distinct host cells, when the query
-          itself (``group_policy=isolate``) does not enforce it;
-        * ``memory=free_pages``: Nova's rule for pinned or explicit-page-size guests
-          (``numa.memory_rule``).
-        """
-        constraints = self._constraints()
-        query = to_query_string(self.search_query)
-        return query + ("#" + "&".join(constraints) if constraints else "")
-
-    def _constraints(self) -> list[str]:
-        """``name=value`` of each constraint the search adds to the query (``explain``)."""
-        found: list[str] = []
-        devices = [d for d in self.devices if not d.in_subtree and d.policy != "none"]
-        if devices:
-            found.append("device_affinity=" + ",".join(f"{d.suffix}:{d.policy}" for d in devices))
-            anchors = self.search_cells or self.cells
-            found.append("guest_cells=" + ",".join(c.anchor for c in anchors))
-        if self.filter_anchors:
-            found.append("distinct_cells=" + ",".join(self.anchors))
-        if self.topology is not None and self.topology.memory_not_overcommitted:
-            found.append("memory=free_pages")
-        return found
 
 
 def _extra_groups(
@@ -273,7 +187,7 @@ def translate(
     with no aliases and no topology policy) into a ``NumaQuery``.
 
     ``cell_count`` widens a flavor that does not fix its cell count (KEP-2902 distribution);
-    ``cpu_split`` gives its CPUs per cell (``topology.guest_topology``).
+    ``cpu_split`` gives its CPUs per cell (``guest_topology``).
     PCI devices (``pci_passthrough:alias``) become one group each (``_PCI<n>``); with devices
     the guest cells' distinctness is checked on candidates (``filter_anchors``) unless the
     flavor asks ``group_policy=isolate``, since isolate would also keep two VFs of one PF apart.
@@ -390,3 +304,76 @@ def _numa_query(
         root_forbidden=root_forbidden,
     )
     return query, tuple(cells)
+
+
+def _cpu_ranges(counts: list[int] | tuple[int, ...]) -> list[frozenset[int]]:
+    """Guest CPU ids 0.. given out in order: ``counts[i]`` consecutive ids to cell ``i``."""
+    result: list[frozenset[int]] = []
+    start = 0
+    for count in counts:
+        result.append(frozenset(range(start, start + count)))
+        start += count
+    return result
+
+
+def guest_topology(
+    flavor: NumaRequest | Flavor,
+    image: ImageProperties | None = None,
+    *,
+    cell_count: int | None = None,
+    cpu_split: tuple[int, ...] | None = None,
+) -> GuestTopology | None:
+    """The guest topology of a ``NumaRequest`` (or of a flavor + image, resolved first by
+    ``numa_request`` with no aliases and no topology policy), or ``None`` for a guest without
+    NUMA request.
+
+    ``cell_count`` overrides the implicit single cell of a flavor that does not fix its count
+    (KEP-2902 distribution: CPUs and memory split evenly, remainder striped); ``cpu_split``
+    (one CPU count per cell, summing to the flavor's vcpus) replaces the even split of the
+    CPUs over those cells (memory stays even: ``topology_policy`` restricted/best-effort
+    without ``distribute_cpus_across_numa``). Raises
+    ``InvalidFlavor`` (400) when a flavor given as such does not validate.
+    """
+    request = flavor if isinstance(flavor, NumaRequest) else numa_request(flavor, image)
+    if not request.is_numa:
+        return None
+    size = request.page_size
+    page = size or PageSizeRequest("small")
+    policy = request.cpu_policy
+    nodes = request.numa_nodes
+    fixed = nodes is not None
+    count = nodes if nodes is not None else (cell_count or 1)
+    vcpus, memory_mb = request.vcpus, request.memory_mb
+
+    if request.cell_cpus:
+        cpus = list(request.cell_cpus)
+    else:
+        split = cpu_split if cpu_split is not None and len(cpu_split) == count else None
+        cpus = _cpu_ranges(split or split_evenly(vcpus, count))
+    if request.cell_memory_mb:
+        memory = list(request.cell_memory_mb)
+    else:
+        memory = split_evenly(memory_mb, count, page.step_mb if not fixed else 1)
+
+    mask = request.dedicated
+    cells = []
+    for index in range(count):
+        if policy == "dedicated":
+            pcpu = len(cpus[index])
+        elif mask is not None:
+            pcpu = len(cpus[index] & mask)
+        else:
+            pcpu = 0
+        vcpu = len(cpus[index]) - pcpu
+        if request.emulator_threads_isolate and index == 0:
+            pcpu += 1
+        cells.append(GuestCell(index, cpus[index], memory[index], vcpu, pcpu))
+    return GuestTopology(
+        tuple(cells),
+        page,
+        policy,
+        request.thread_policy,
+        request.emulator_threads_isolate,
+        fixed,
+        size is not None,
+    )
