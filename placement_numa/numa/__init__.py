@@ -3,10 +3,12 @@
 Nothing here imports FastAPI or SQLAlchemy. Data flow (drawn in full in
 ``doc/source/contributor/numa-pipeline.rst``)::
 
-    Flavor + ImageProperties + NumaOptions --request.numa_request--> NumaRequest
-        --plan.search_plan--> SearchPlan (translate: GuestTopology -> NumaQuery per width x
-        CPU split: request groups, same_subtree, group_policy, distinct anchors, fallback)
-    candidates + HostTopology --ranking (width, distance, spread, tie-break)--> ordered candidates
+    Flavor + ImageProperties + NumaOptions --request.numa_request (resolve, validation)-->
+        NumaRequest --plan.search_plan--> SearchPlan (translate: GuestTopology -> NumaQuery per
+        width x CPU split: request groups, same_subtree, group_policy, distinct anchors,
+        fallback; the values in numa_query)
+    engine.search with search_hooks.NumaHooks (ranking: width, distance, spread, tie-break;
+        accept: distinct cells, memory rule, device affinity) --> ranked candidates
 
 Sources: the Nova spec "NUMA Topology with Resource Providers" (tree model and translations),
 Nova's ``nova.virt.hardware`` semantics of the ``hw:`` extra specs, Kubernetes KEP-3545

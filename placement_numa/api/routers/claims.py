@@ -76,11 +76,12 @@ def post_claim(route: NumaRouteDep, limits: LimitsDep) -> PlacementJSONResponse:
         alternates=data.alternates,
     )
     window = data.limit or service.DEFAULT_WINDOW
+    wanted, options = searched(data, route.request.app.state, limits)
     claimed = service.claim_for(
         database=route.database,
         engine=route.engine,
-        wanted=searched(data, route.request.app.state, limits),
-        options=data.numa_options(),
+        wanted=wanted,
+        options=options,
         request=claim,
         window=window,
         strategy=strategy,

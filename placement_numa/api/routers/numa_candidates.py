@@ -53,11 +53,12 @@ def post_allocation_candidates(route: NumaRouteDep, limits: LimitsDep) -> Respon
     """Translate the flavor (Nova spec), search with NUMA ranking (width, KEP-3545 distance,
     KEP-2902 spread), answer in the 1.39 shape with a ``numa`` block per candidate."""
     data = validate(NumaCandidatesBody, route.body)
+    wanted, options = searched(data, route.request.app.state, limits)
     found = service.candidates_for(
         database=route.database,
         engine=route.engine,
-        wanted=searched(data, route.request.app.state, limits),
-        options=data.numa_options(),
+        wanted=wanted,
+        options=options,
         index_cache=route.index_cache,
     )
     body = encode_ranked(found, process_fragments(route.request.app.state))

@@ -32,8 +32,6 @@ from placement_numa.api.openapi_doc import (
 )
 from placement_numa.api.schemas.inventories import JsonInt
 from placement_numa.domain.inventory import MAX_INT
-from placement_numa.numa.flavor import Flavor, ImageProperties
-from placement_numa.numa.request import NumaOptions
 from placement_numa.numa.validation import MAX_VCPUS
 
 __all__ = ["FlavorBody", "NumaCandidatesBody"]
@@ -159,23 +157,6 @@ class NumaCandidatesBody(BaseModel):
         if self.image is not None and self.flavor is None:
             raise ValueError("'image' goes with 'flavor'")
         return self
-
-    def numa_options(self) -> NumaOptions:
-        """The request's options, whole (``numa.request.NumaOptions``)."""
-        return NumaOptions(
-            limit=self.limit,
-            prefer_closest=self.prefer_closest_numa_nodes,
-            distribute=self.distribute_cpus_across_numa,
-            every_ordering=self.every_ordering,
-            diversify=self.diversify,
-            topology_policy=self.topology_policy,
-        )
-
-    def flavor_and_image(self) -> tuple[Flavor, ImageProperties | None]:
-        """The flavor form as the pipeline's input values (call only with ``flavor`` given)."""
-        assert self.flavor is not None
-        image = ImageProperties(self.image_properties()) if self.image else None
-        return Flavor(**self.flavor.model_dump()), image
 
     def image_properties(self) -> dict[str, Any]:
         """The image properties as a flat dict (``properties`` unwrapped)."""
