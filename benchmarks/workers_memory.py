@@ -116,6 +116,16 @@ def _node(supervisor: int) -> list[int]:
     return [supervisor, *workers(supervisor)]
 
 
+def node_cpu(supervisor: int) -> float:
+    """CPU seconds of the node: its processes, and the workers it reaped (replaced ones)."""
+    try:
+        fields = Path(f"/proc/{supervisor}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    reaped = (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")  # cutime, cstime
+    return cpu_seconds(_node(supervisor)) + reaped
+
+
 def phase(name: str, supervisor: int, wall: float, cpu: float) -> None:
     print(
         f"{name}: wall {wall:.1f} s, node CPU {cpu:.1f} s,"
@@ -134,6 +144,21 @@ def load(base: str, count: int, posts: int) -> tuple[int, int]:
                 answer = client.post("/allocation_candidates", json=FLAVOR)
                 done += answer.status_code == 200
     return claimed, done
+
+
+def recycled(supervisor: int, limit_mb: int, timeout: float) -> None:
+    """Wait until every worker holds at most ``limit_mb`` MiB of its own (the supervisor
+    replaces those above: ``serve --prefork-max-private-mb``)."""
+    started = time.perf_counter()
+    while time.perf_counter() - started < timeout:
+        held = [
+            rollup(pid).get("Private_Clean", 0) + rollup(pid).get("Private_Dirty", 0)
+            for pid in workers(supervisor)
+        ]
+        if held and max(held) <= limit_mb * 1024:
+            return
+        time.sleep(1)
+    raise SystemExit(f"workers still above {limit_mb} MiB after {timeout:.0f} s")
 
 
 def replacement(base: str, supervisor: int, timeout: float) -> float:
@@ -164,6 +189,9 @@ def main() -> int:
     parser.add_argument("--db", default=None, help="SQLite file (seeded when missing)")
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--prefork", action="store_true", help="serve --prefork")
+    parser.add_argument(
+        "--max-private-mb", type=int, default=0, help="serve --prefork-max-private-mb"
+    )
     parser.add_argument("--boots", type=int, default=200, help="scheduler boots of the load")
     parser.add_argument("--flavor-posts", type=int, default=8, help="NUMA flavor queries")
     parser.add_argument("--port", type=int, default=19800)
@@ -178,6 +206,8 @@ def main() -> int:
         PLACEMENT_NUMA_PRELOAD_FLEET="true",
     )
     mode = ["--prefork"] if args.prefork else []
+    if args.max_private_mb:
+        mode += ["--prefork-max-private-mb", str(args.max_private_mb)]
     started = time.perf_counter()
     proc = subprocess.Popen(
         [exe, "serve", "--port", str(args.port), "--workers", str(args.workers), *mode]
@@ -200,17 +230,23 @@ def main() -> int:
         waited = settle(proc.pid, args.workers, args.timeout)
         print(
             f"{args.hosts} hosts, {args.workers} workers"
-            f" ({'prefork' if args.prefork else 'spawned'}): first answer {first:.1f} s after"
+            f" ({' '.join(mode) or 'spawned'}): first answer {first:.1f} s after"
             f" start, workers settled {first + waited:.1f} s after start"
         )
-        phase("start", proc.pid, first + waited, cpu_seconds(_node(proc.pid)))
+        phase("start", proc.pid, first + waited, node_cpu(proc.pid))
         report(proc.pid)
-        cpu = cpu_seconds(_node(proc.pid))
+        cpu = node_cpu(proc.pid)
         began = time.perf_counter()
         claimed, posted = load(base, args.boots, args.flavor_posts)
         print(f"after {args.boots} boots ({claimed} claimed) and {posted} NUMA flavor queries:")
-        phase("load", proc.pid, time.perf_counter() - began, cpu_seconds(_node(proc.pid)) - cpu)
+        phase("load", proc.pid, time.perf_counter() - began, node_cpu(proc.pid) - cpu)
         report(proc.pid)
+        if args.max_private_mb:
+            began = time.perf_counter()
+            recycled(proc.pid, args.max_private_mb, args.timeout)
+            print(f"every worker under {args.max_private_mb} MiB private (replaced ones forked):")
+            phase("recycling", proc.pid, time.perf_counter() - began, node_cpu(proc.pid) - cpu)
+            report(proc.pid)
         answered = replacement(base, proc.pid, args.timeout)
         print(f"a worker killed (SIGKILL): its replacement answered {answered:.2f} s later")
         settle(proc.pid, args.workers, args.timeout)

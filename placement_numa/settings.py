@@ -102,6 +102,15 @@ class Settings(BaseSettings):
             " (cli/prefork.py)."
         ),
     )
+    prefork_max_private_mb: int = Field(
+        default=0,
+        ge=0,
+        description=(
+            "With prefork: a worker holding more memory of its own than this (MiB: pages it"
+            " no longer shares with the supervisor, and its caches) is replaced by a fresh fork"
+            " (forked first, then stopped gracefully). 0: never."
+        ),
+    )
     auto_migrate: bool = Field(
         default=True, description="Apply alembic migrations when the service starts."
     )

@@ -71,6 +71,12 @@ STOP_TIMEOUT = 60.0
 QUICK_DEATH_S = 5.0
 MAX_QUICK_DEATHS = 5
 _PR_SET_PDEATHSIG = 1
+# Seconds between two reads of the workers' private memory (``prefork_max_private_mb``): a read
+# of ``smaps_rollup`` walks the page tables, about 8 ms per worker at 100,000 hosts.
+RECYCLE_CHECK_S = 5.0
+# A worker younger than this (seconds) is never replaced for its memory: a limit below what a
+# worker needs to serve would otherwise replace workers in a loop.
+RECYCLE_MIN_AGE_S = 30.0
 
 
 def serve_prefork(settings: Settings, options: dict[str, Any]) -> None:
@@ -91,10 +97,13 @@ def serve_prefork(settings: Settings, options: dict[str, Any]) -> None:
     app = app_from_env()
     started = time.perf_counter()
     preload_fleet(app)
+    warm(app)
     LOG.info("prefork: supervisor loaded the fleet in %.2f s", time.perf_counter() - started)
     sock = _bind(settings.host, settings.port)
     try:
-        Supervisor(app, sock, options, settings.workers).run()
+        supervisor = Supervisor(app, sock, options, settings.workers)
+        supervisor.max_private_kib = settings.prefork_max_private_mb * 1024
+        supervisor.run()
     finally:
         sock.close()
 
@@ -116,6 +125,36 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def warm(app: FastAPI) -> None:
+    """Build the snapshot's indexes per resource class (room per provider, roots holding the
+    class) and the NUMA cell index here, once, so that every worker inherits them instead of
+    building its own on its first query (O(fleet) each: about 2 s at 100,000 hosts); a
+    database that cannot be read is left to the workers."""
+    from placement_numa.api.cell_index_dep import cell_index_for_state
+    from placement_numa.api.engine_dep import engine_for_state
+
+    try:
+        fleet = engine_for_state(app.state).snapshot()
+        cell_index_for_state(app.state).get(app.state.database, fleet.revision, fleet)
+    except Exception:  # noqa: BLE001 - logged by preload_fleet; the workers load it then
+        return
+    classes = {rc for provider in fleet.providers for rc in provider.inventories}
+    for resource_class in sorted(classes):
+        fleet.room_column(resource_class)
+        fleet.roots_having(resource_class)
+
+
+def private_kib(pid: int) -> int:
+    """KiB of memory ``pid`` holds alone (``Private_Clean + Private_Dirty`` of
+    ``/proc/<pid>/smaps_rollup``; 0 when unreadable)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as rollup:
+            lines = rollup.read().splitlines()
+    except OSError:
+        return 0
+    return sum(int(line.split()[1]) for line in lines if line.startswith("Private_"))
+
+
 def release_connections(app: FastAPI) -> None:
     """Close every database connection this process holds (the fleet source's and the
     pool's), so that no connection is shared with a forked child."""
@@ -135,6 +174,11 @@ class Supervisor:
         self.options = options
         self.count = count
         self.workers: dict[int, float] = {}  # pid -> monotonic start
+        self.retiring: set[int] = set()  # asked to stop after their replacement was forked
+        # a worker holding more private memory than this (KiB) is replaced (0: never)
+        self.max_private_kib = 0
+        self.recycled = 0
+        self.next_check = 0.0  # monotonic time of the next private memory check
         self.stopping = False
         self.deadline = 0.0  # monotonic time past which stopping workers are killed
         self.quick_deaths = 0
@@ -160,9 +204,11 @@ class Supervisor:
                     self.stop()
                     self.wait_stopped()
                     raise CommandError("the workers did not start", EXIT_FAILED)
-                while not self.stopping and len(self.workers) < self.count:
+                while not self.stopping and len(self.workers) - len(self.retiring) < self.count:
                     self.refresh()
                     self.fork(previous)
+                if self.max_private_kib and not self.stopping:
+                    self.recycle(previous)
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
@@ -211,6 +257,9 @@ class Supervisor:
             if pid == 0:
                 return
             started = self.workers.pop(pid, None)
+            if pid in self.retiring:
+                self.retiring.discard(pid)
+                continue
             if started is None or self.stopping:
                 continue
             quick = time.monotonic() - started < QUICK_DEATH_S
@@ -221,15 +270,44 @@ class Supervisor:
                 _describe(status),
             )
 
+    def recycle(self, mask: Iterable[int]) -> None:
+        """Replace the first serving worker whose private memory passed ``max_private_kib``
+        (copy-on-write eroded by its reference counts, and its own caches): its replacement is
+        forked first, then it is asked to stop gracefully (SIGTERM: requests in flight
+        finish). One worker per check (every ``RECYCLE_CHECK_S``), so the node never runs
+        short."""
+        if time.monotonic() < self.next_check:
+            return
+        self.next_check = time.monotonic() + RECYCLE_CHECK_S
+        now = time.monotonic()
+        for pid, started in list(self.workers.items()):
+            if pid in self.retiring or now - started < RECYCLE_MIN_AGE_S:
+                continue
+            held = private_kib(pid)
+            if held > self.max_private_kib:
+                self.refresh()
+                self.fork(mask)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGTERM)
+                self.retiring.add(pid)
+                self.recycled += 1
+                LOG.info("prefork: worker %d holds %d MiB of its own; replaced", pid, held // 1024)
+                return
+
     def refresh(self) -> None:
         """Bring the supervisor's snapshot up to date (incremental) before a fork, so that the
         replacement inherits a recent one; a database that cannot be read is logged and the
         replacement patches (or loads) itself."""
+        from placement_numa.api.cell_index_dep import cell_index_for_state
         from placement_numa.api.engine_dep import engine_for_state
 
         started = time.perf_counter()
         try:
-            engine_for_state(self.app.state).snapshot()
+            fleet = engine_for_state(self.app.state).snapshot()
+            # the per-class indexes are patched with the snapshot; warm() again would touch
+            # (and so copy) every provider's page here, which workers forked earlier share
+            cell_index_for_state(self.app.state).get(self.app.state.database, fleet.revision, fleet)
+            del fleet
         except Exception as exc:  # noqa: BLE001 - a replacement is forked whatever happens
             LOG.warning("prefork: fleet snapshot not refreshed before fork: %s", exc)
         finally:

@@ -31,6 +31,11 @@ def register(subparsers: Any) -> None:
         help="load the fleet once and fork the workers from it (shared copy-on-write)",
     )
     parser.add_argument(
+        "--prefork-max-private-mb",
+        type=int,
+        help="with --prefork: replace a worker holding more memory of its own (MiB; 0: never)",
+    )
+    parser.add_argument(
         "--database-url",
         help="SQLAlchemy URL (default: sqlite:///placement-numa.sqlite in this directory)",
     )
@@ -61,6 +66,7 @@ def _settings(args: argparse.Namespace) -> Settings:
             "port": args.port,
             "workers": args.workers,
             "prefork": args.prefork,
+            "prefork_max_private_mb": args.prefork_max_private_mb,
             "database_url": args.database_url,
             "config_file": args.config_file,
             "auth_strategy": args.auth_strategy,
