@@ -12,11 +12,13 @@ Locally the tests skip without that virtualenv; under ``CI=true`` they fail.
   placement-numa (the harness).
 * ``test_scenarios``: ``tests/nova_functional/scenarios.py``: the spec's tree (patch 0001); boots
   of two-cell, pinned and huge-page guests; resize (confirm, revert), cold migration, evacuation,
-  shelve/unshelve and delete between two NUMA hosts; reshape of running guests when reporting is
-  switched on, and the one-way rule when it is switched off again; the nova-status check; the
-  NoValidHost case with patched Nova and placement-numa (40 hosts, ``max_placement_results = 5``,
-  3 hosts fit). After each step: allocation cells = the cells the guest runs on, every cell's
-  usage = the sum of its guests.
+  shelve/unshelve and delete between two NUMA hosts; a PCI alias with NUMA affinity (required,
+  preferred) at boot, cold migration, resize and revert; reshape of running guests when
+  reporting is switched on, and the one-way rule when it is switched off again; the nova-status
+  check; the NoValidHost case with patched Nova and placement-numa (40 hosts,
+  ``max_placement_results = 5``, 3 hosts fit; each boot on the host placement-numa ranks first).
+  After each step: allocation cells = the cells the guest runs on, every cell's usage = the sum
+  of its guests.
 * ``test_no_valid_host_stock_side``: the same case with stock behaviour and upstream Placement 16.
 """
 
@@ -83,20 +85,29 @@ def _run_once(
     return done.returncode == 0, output
 
 
-def run_nova_tests(python: str, tmp_path: Path, *test_ids: str) -> str:
-    """Run ``test_ids`` in the Nova virtualenv; fails with the output tail unless all pass.
+FAILED = re.compile(r"^(?:FAIL|ERROR): (\S+)$", re.M)
 
-    A failed run is run once more, and the first failure's tail is printed: under CI's load a
-    Nova API call inside Nova's own resize revert once answered 500 (TypeError, Nova-side; not
-    reproduced in seven runs alone or three at once), so one retry keeps CI about our answers.
-    Two failures in a row fail the test. Returns the passing run's output."""
+
+def run_nova_tests(python: str, tmp_path: Path, *test_ids: str) -> str:
+    """Run ``test_ids`` (and ``run.py`` options: ``--upstream``, ``--exclude=``) in the Nova
+    virtualenv; fails with the output tail unless all pass.
+
+    The tests that failed are run once more on their own (the whole run again when the output
+    names none), and the first failure's tail is printed: Nova's functional tests wait on green
+    threads with timeouts, and under CI's load one may time out, so one retry keeps CI about our
+    answers. A test that fails twice fails. Returns the first run's output (the retry's
+    appended). (The "TypeError: Can't upgrade a READER transaction to a WRITER" failures of
+    earlier runs were the harness's: ``run.py`` now lets Nova monkey-patch before oslo.db loads.)"""
     passed, output = _run_once(python, tmp_path, 1, test_ids)
     if passed:
         return output
-    print(f"first run failed, running {' '.join(test_ids)} again:\n{output[-3000:]}")
-    passed, output = _run_once(python, tmp_path, 2, test_ids)
-    assert passed, output[-6000:]
-    return output
+    options = tuple(a for a in test_ids if a == "--upstream")
+    failed = tuple(dict.fromkeys(FAILED.findall(output)))
+    again = (*options, *failed) if failed else test_ids
+    print(f"first run failed, running {' '.join(again)} again:\n{output[-3000:]}")
+    passed, retried = _run_once(python, tmp_path, 2, again)
+    assert passed, retried[-6000:]
+    return output + retried
 
 
 def test_nova_own_test(nova: str, tmp_path: Path) -> None:
@@ -113,6 +124,7 @@ SCENARIOS = [
     "BootTest",
     "MoveTest",
     "LiveMigrateTest",
+    "PciAffinityTest",
     "ReshapeTest",
     "StatusTest",
     "NoValidHostPatchedTest",
@@ -128,6 +140,50 @@ def test_every_scenario_listed() -> None:
     source = (ROOT / "tests" / "nova_functional" / "scenarios.py").read_text()
     classes = set(re.findall(r"^class (\w+Test)\(", source, re.M)) - {"NoValidHostStockTest"}
     assert classes == set(SCENARIOS)
+
+
+NOVA_LIBVIRT = "nova.tests.functional.libvirt"
+# Nova's own functional NUMA, reshape and PCI-in-Placement tests, run with the patch series
+# (reporting off: Nova's defaults) against placement-numa; minutes of CI each (test_numa_servers
+# the longest), so CI only.
+NOVA_MODULES = [
+    "test_numa_servers",
+    "test_numa_live_migration",
+    "test_reshape",
+    "test_pci_in_placement",
+]
+# Nova tests that fail with the patch series against placement-numa, each with its reason; run
+# on their own as xfails (not strict: a race may pass; an XPASS in the report says so).
+KNOWN_FAILURES: dict[str, str] = {
+    f"{NOVA_LIBVIRT}.test_numa_servers.NUMAServersWithNetworksTest"
+    ".test_cold_migrate_with_physnet": (
+        "Nova-side race: the instance's network info cache is saved empty after Nova's network "
+        "allocation thread filled it, so the migration's request spec has no physnet. Fails the "
+        "same with upstream Placement under load (run.py --upstream: 3 of 3 at load average 10); "
+        "it passed with upstream in earlier runs on a less loaded machine (its in-process fixture "
+        "answers faster than a placement-numa process over HTTP)"
+    ),
+}
+
+
+@pytest.mark.parametrize("module", NOVA_MODULES)
+def test_nova_regression(nova: str, tmp_path: Path, module: str) -> None:
+    """Every test of Nova's ``module`` passes, but the listed known failures."""
+    name = f"{NOVA_LIBVIRT}.{module}"
+    excluded = [f"--exclude={t}" for t in KNOWN_FAILURES if t.startswith(name + ".")]
+    run_nova_tests(nova, tmp_path, *excluded, name)
+
+
+@pytest.mark.parametrize(
+    "test_id",
+    [
+        pytest.param(t, marks=pytest.mark.xfail(strict=False, reason=r))
+        for t, r in KNOWN_FAILURES.items()
+    ],
+)
+def test_nova_known_failure(nova: str, tmp_path: Path, test_id: str) -> None:
+    passed, output = _run_once(nova, tmp_path, 1, (test_id,))
+    assert passed, output[-3000:]
 
 
 def test_no_valid_host_stock_side(nova: str, tmp_path: Path) -> None:

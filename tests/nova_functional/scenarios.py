@@ -11,6 +11,7 @@ guests' allocations (``assertCellsAligned``).
 from __future__ import annotations
 
 import collections
+import json
 import os
 import re
 import time
@@ -21,6 +22,8 @@ from nova import objects
 from nova.tests.fixtures import libvirt as fakelibvirt
 from nova.tests.functional.libvirt import base
 
+# placement-numa's rank weigher (integrations/nova, installed in the Nova virtualenv)
+WEIGHER = "placement_numa_nova.weights.NUMARankWeigher"
 CELL_RE = re.compile(r"^(?P<host>.+)_NUMA(?P<cell>\d+)(_PAGE_(?P<page>\d+)KB)?$")
 
 
@@ -116,10 +119,16 @@ class NumaPlacementBase(base.ServersTestBase):
     # --- hosts -----------------------------------------------------------------------------
 
     def start_numa_compute(
-        self, hostname: str, cells: int = 2, cores: int = 4, huge_pages: int = 0
+        self,
+        hostname: str,
+        cells: int = 2,
+        cores: int = 4,
+        huge_pages: int = 0,
+        pci_info: fakelibvirt.HostPCIDevicesInfo | None = None,
     ) -> None:
         """A host of ``cells`` NUMA cells, ``cores`` cores each (no SMT), 16 GiB per cell
-        (``kB_mem`` spread), with ``huge_pages`` 2 MiB pages per cell."""
+        (``kB_mem`` spread), with ``huge_pages`` 2 MiB pages per cell and ``pci_info``'s
+        devices."""
         host_info = fakelibvirt.HostInfo(
             cpu_nodes=cells, cpu_sockets=1, cpu_cores=cores, cpu_threads=1, kB_mem=16777216
         )
@@ -127,7 +136,7 @@ class NumaPlacementBase(base.ServersTestBase):
             for cell in host_info.numa_topology.cells:
                 small = (host_info.kB_mem // cells - 2048 * huge_pages) // 4
                 cell.mempages = fakelibvirt.create_mempages([(4, small), (2048, huge_pages)])
-        self.start_compute(host_info=host_info, hostname=hostname)
+        self.start_compute(host_info=host_info, hostname=hostname, pci_info=pci_info)
 
 
 class TreeTest(NumaPlacementBase):
@@ -309,6 +318,107 @@ class MoveTest(NumaPlacementBase):
         )
 
 
+class PciAffinityTest(NumaPlacementBase):
+    """Guests asking a PCI alias with NUMA affinity (``numa_policy`` required / preferred),
+    Nova's PCI tracking (devices not in Placement, Nova's default): one device per host, on a
+    known cell (compute1: cell 1, compute2: cell 0). Boot, then a cold migration and a resize to
+    the other host: the guest runs where Placement allocated its CPUs and memory, and with
+    ``required`` its device sits on one of the guest's cells."""
+
+    ADDITIONAL_FILTERS = ["NUMATopologyFilter", "PciPassthroughFilter"]
+    DEVICE_CELL = {"compute1": 1, "compute2": 0}
+    microversion = "latest"
+    ADMIN_API = True
+
+    def setUp(self) -> None:
+        device = {"vendor_id": fakelibvirt.PCI_VEND_ID, "product_id": fakelibvirt.PCI_PROD_ID}
+        aliases = [
+            json.dumps({**device, "name": f"nic-{policy}", "numa_policy": policy})
+            for policy in ("required", "preferred")
+        ]
+        self.flags(device_spec=[json.dumps(device)], alias=aliases, group="pci")
+        super().setUp()
+        self.flags(vif_plugging_timeout=0)
+        self.flags(cpu_dedicated_set="0-7", cpu_shared_set=None, group="compute")
+        self.no_disk_copy = mock.patch(
+            "nova.virt.libvirt.driver.LibvirtDriver.migrate_disk_and_power_off",
+            return_value="{}",
+        )
+        self.no_disk_copy.start()
+        self.addCleanup(self.no_disk_copy.stop)
+
+    def start_host(self, hostname: str) -> None:
+        pci = fakelibvirt.HostPCIDevicesInfo(num_pci=1, numa_node=self.DEVICE_CELL[hostname])
+        self.start_numa_compute(hostname, cells=2, cores=4, pci_info=pci)
+
+    def flavor(self, policy: str, vcpus: int = 2) -> str:
+        specs = {"hw:cpu_policy": "dedicated", "pci_passthrough:alias": f"nic-{policy}:1"}
+        return self._create_flavor(vcpu=vcpus, memory_mb=1024, extra_spec=specs)
+
+    def assertDeviceAligned(self, server: dict, required: bool) -> set[int]:  # noqa: N802
+        """The invariants, plus: one device on the guest's host, on one of its cells when
+        ``required``. Returns the guest's cells."""
+        self.assertCellsAligned()
+        inst = objects.Instance.get_by_uuid(self.ctxt, server["id"])
+        node = objects.ComputeNode.get_by_host_and_nodename(self.ctxt, inst.host, inst.node)
+        devices = [  # a move's source keeps its device until the move is confirmed
+            d
+            for d in objects.PciDeviceList.get_by_instance_uuid(self.ctxt, server["id"])
+            if d.compute_node_id == node.id
+        ]
+        self.assertEqual(1, len(devices), "the guest's device on its host")
+        cells = self.server_cells(server["id"])
+        if required:
+            self.assertEqual([self.DEVICE_CELL[inst.host]], [d.numa_node for d in devices])
+            self.assertIn(self.DEVICE_CELL[inst.host], cells)
+        return cells
+
+    def test_required_boot_and_moves(self) -> None:
+        self.start_host("compute1")
+        server = self._create_server(flavor_id=self.flavor("required"), networks="none")
+        self.assertEqual({1}, self.assertDeviceAligned(server, required=True))
+        self.start_host("compute2")
+        server = self._migrate_server(server, api=self.admin_api)
+        self.assertEqual("compute2", objects.Instance.get_by_uuid(self.ctxt, server["id"]).host)
+        self.assertEqual({0}, self.assertDeviceAligned(server, required=True))
+        server = self._confirm_resize(server)
+        self.assertDeviceAligned(server, required=True)
+        # a resize goes to the other host (not to the same host by default): cell 1 again
+        server = self._resize_server(server, self.flavor("required", vcpus=3))
+        self.assertEqual("compute1", objects.Instance.get_by_uuid(self.ctxt, server["id"]).host)
+        self.assertEqual({1}, self.assertDeviceAligned(server, required=True))
+        server = self._revert_resize(server)
+        self.assertEqual({0}, self.assertDeviceAligned(server, required=True))
+        self._delete_server(server)
+        self.assertCellsAligned()
+
+    def test_required_and_preferred_with_device_cell_full(self) -> None:
+        """compute1's cell 1 (the device's) full of pinned guests: ``required`` cannot boot,
+        ``preferred`` boots on cell 0 with the remote device."""
+        self.start_host("compute1")
+        filler = self._create_flavor(
+            vcpu=4, memory_mb=1024, extra_spec={"hw:cpu_policy": "dedicated"}
+        )
+        first = self._create_server(flavor_id=filler, networks="none")
+        cell = self.server_cells(first["id"])
+        if cell != {1}:  # fill cell 1: the first guest took cell 0, the second takes cell 1
+            self._create_server(flavor_id=filler, networks="none")
+            self._delete_server(first)
+        self.assertCellsAligned()
+        failed = self._create_server(
+            flavor_id=self.flavor("required"), networks="none", expected_state="ERROR"
+        )
+        self.assertIn("No valid host", failed["fault"]["message"])
+        server = self._create_server(flavor_id=self.flavor("preferred"), networks="none")
+        self.assertEqual({0}, self.assertDeviceAligned(server, required=False))
+        self.start_host("compute2")
+        server = self._migrate_server(server, api=self.admin_api)
+        self.assertEqual("compute2", objects.Instance.get_by_uuid(self.ctxt, server["id"]).host)
+        self.assertDeviceAligned(server, required=False)
+        self._confirm_resize(server)
+        self.assertCellsAligned()
+
+
 class ReshapeTest(NumaPlacementBase):
     """Patch 4: guests booted with NUMA reporting off; reporting switched on and nova-compute
     restarted: the reshape moves their allocations onto the cells they run on, the compute node
@@ -404,16 +514,24 @@ class NoValidHostBase(base.ServersTestBase):
             self.start_compute(host_info=host_info, hostname=f"host{n:02d}")
         return fitting
 
-    def boot_attempts(self, check=None) -> list[str | None]:
+    FLAVOR = {
+        "vcpus": 6,
+        "memory_mb": 2048,
+        "extra_specs": {"hw:cpu_policy": "dedicated", "hw:numa_nodes": "2"},
+    }
+
+    def boot_attempts(self, check=None, expect=None) -> list[str | None]:
         """The host of each attempt (None: NoValidHost); ``check(server)`` runs on each
-        active guest before it is deleted."""
+        active guest before it is deleted; ``expect()``, asked before each boot, names the host
+        the boot must land on."""
         flavor = self._create_flavor(
-            vcpu=6,
-            memory_mb=2048,
-            extra_spec={"hw:cpu_policy": "dedicated", "hw:numa_nodes": "2"},
+            vcpu=self.FLAVOR["vcpus"],
+            memory_mb=self.FLAVOR["memory_mb"],
+            extra_spec=self.FLAVOR["extra_specs"],
         )
         hosts: list[str | None] = []
         for _ in range(self.ATTEMPTS):
+            expected = expect() if expect is not None else None
             server = self.api.post_server({"server": self._build_server(flavor_id=flavor)})
             for _ in range(300):
                 server = self.api.get_server(server["id"])
@@ -422,14 +540,31 @@ class NoValidHostBase(base.ServersTestBase):
                 time.sleep(0.1)
             if server["status"] == "ACTIVE":
                 hosts.append(objects.Instance.get_by_uuid(self.ctxt, server["id"]).host)
+                if expected is not None:
+                    self.assertEqual(expected, hosts[-1], "the host placement-numa ranks first")
                 if check is not None:
                     check(server)
             else:
                 self.assertIn("No valid host", server["fault"]["message"])
                 hosts.append(None)
             self._delete_server(server)
+            if hosts[-1] is not None:
+                self.wait_settled(server["id"], hosts[-1])
         print(f"{type(self).__name__}: hosts of {self.ATTEMPTS} boots: {hosts}")
         return hosts
+
+    def wait_settled(self, server_id: str, host: str) -> None:
+        """Until a deleted guest is gone from Placement and from its host's NUMA usage (the
+        scheduler's view): Nova's API answers 404 before the compute's resource tracker has
+        released the cells, and the next boot must see the host free again."""
+        for _ in range(300):
+            node = objects.ComputeNode.get_by_host_and_nodename(self.ctxt, host, host)
+            topology = objects.NUMATopology.obj_from_db_obj(node.numa_topology)
+            allocations = self.placement.get(f"/allocations/{server_id}").body["allocations"]
+            if not allocations and not any(cell.pinned_cpus for cell in topology.cells):
+                return
+            time.sleep(0.1)
+        self.fail(f"{host} still holds the deleted guest {server_id}")
 
 
 class NoValidHostStockTest(NoValidHostBase):
@@ -466,9 +601,25 @@ class NoValidHostStockTest(NoValidHostBase):
 
 
 class NoValidHostPatchedTest(NoValidHostBase, NumaPlacementBase):
-    """Patched Nova, reporting on, placement-numa: every boot lands on a host that fits."""
+    """Patched Nova, reporting on, placement-numa, ``NUMARankWeigher`` enabled (as the guide
+    says): every boot lands on the host placement-numa ranks first for the flavor (asked with
+    the same body just before each boot; ties among the fitting hosts are broken by
+    placement-numa's answer order, which the weigher follows), one of the hosts that fit."""
 
     ATTEMPTS = 5
+
+    def _setup_scheduler_service(self):  # type: ignore[no-untyped-def]
+        self.flags(
+            weight_classes=["nova.scheduler.weights.all_weighers", WEIGHER],
+            group="filter_scheduler",
+        )
+        return super()._setup_scheduler_service()
+
+    def ranked_first(self) -> str:
+        """The host of placement-numa's best candidate for the flavor (Nova's disk: 20 GiB)."""
+        body = {"flavor": {**self.FLAVOR, "root_gb": 20}, "limit": 5}
+        answer = self.placement.post("/allocation_candidates", body, version="1.39").body
+        return str(answer["allocation_requests"][0]["numa"]["host"])
 
     def test_patched_nova_boots(self) -> None:
         fitting = self.start_fleet()
@@ -477,8 +628,9 @@ class NoValidHostPatchedTest(NoValidHostBase, NumaPlacementBase):
             self.assertEqual({0, 1}, self.server_cells(server["id"]))
             self.assertCellsAligned()
 
-        hosts = self.boot_attempts(aligned)
+        hosts = self.boot_attempts(aligned, expect=self.ranked_first)
         self.assertEqual([], [h for h in hosts if h not in fitting])
+        self.assertNotIn(None, hosts)
 
 
 class StatusTest(NumaPlacementBase):
