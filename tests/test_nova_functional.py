@@ -177,7 +177,7 @@ def test_nova_regression(nova: str, tmp_path: Path, module: str) -> None:
 @pytest.mark.parametrize(
     "test_id",
     [
-        pytest.param(t, marks=pytest.mark.xfail(strict=False, reason=r))
+        pytest.param(t, marks=pytest.mark.xfail(strict=False, reason=r), id=t.rsplit(".", 1)[-1])
         for t, r in KNOWN_FAILURES.items()
     ],
 )
