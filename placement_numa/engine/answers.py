@@ -112,10 +112,11 @@ def room_codes(plan: QueryPlan) -> list[int] | None:
     requested class (``searchsorted`` over the sorted sums) behave alike in every check of the
     search, so trees of one shape (``FleetSnapshot.shape_profiles``) whose members have the
     same codes have the same answer up to renaming (the snapshot's room columns, vectorised).
-    ``None`` when some class's amounts add up in more than ``MAX_SUMS`` ways.
+    ``None`` when some class's amounts add up in more than ``MAX_SUMS`` ways. A new list each
+    call, O(providers): the search reads ``room_code_array``.
     """
     found = _codes(plan)
-    return None if found is None else found[1]
+    return None if found is None else found.tolist()
 
 
 def amounts_key(plan: QueryPlan) -> tuple[tuple[str, tuple[int, ...]], ...]:
@@ -129,28 +130,26 @@ def amounts_key(plan: QueryPlan) -> tuple[tuple[str, tuple[int, ...]], ...]:
 
 def room_code_array(plan: QueryPlan) -> Any:
     """``room_codes`` as an int64 numpy array (or ``None``), kept per snapshot and amounts."""
-    found = _codes(plan)
-    return None if found is None else found[0]
+    return _codes(plan)
 
 
-def _codes(plan: QueryPlan) -> tuple[Any, list[int]] | None:
-    """``(array, list)`` of ``room_codes``, once per snapshot and amounts: derived from the
-    codes of the snapshot this one was patched from when the lineage kept them (only the
-    providers of the replaced trees coded again), else computed for every provider."""
+def _codes(plan: QueryPlan) -> Any:
+    """``room_codes`` as an int64 array (``None``: no codes), once per snapshot and amounts:
+    derived from the codes of the snapshot this one was patched from when the lineage kept
+    them (only the providers of the replaced trees coded again), else computed for every
+    provider."""
     key = amounts_key(plan)
     fleet = plan.fleet
     kept = per_snapshot(fleet, "codes")
     if key in kept:
-        known: tuple[Any, list[int]] | None = kept[key]
-        return known
+        return kept[key]
     amounts = {rc: list(a) for rc, a in key}
     lineage: dict[object, Any] = fleet.derived.setdefault("room-codes", {})
     base = lineage.get(key)
     if base is not None and base[0] == fleet.patched_from and base[1] is not None:
         found = _patched_codes(fleet, amounts, base[1])
     else:
-        array = _room_codes(fleet, amounts)
-        found = None if array is None else (array, array.tolist())
+        found = _room_codes(fleet, amounts)
     kept[key] = found
     with _LOCK:
         lineage.pop(key, None)
@@ -160,12 +159,9 @@ def _codes(plan: QueryPlan) -> tuple[Any, list[int]] | None:
     return found
 
 
-def _patched_codes(
-    fleet: FleetSnapshot, amounts: dict[str, list[int]], base: tuple[Any, list[int]]
-) -> tuple[Any, list[int]] | None:
-    """The codes of ``fleet`` from ``base``, those of the snapshot it was patched from: the
+def _patched_codes(fleet: FleetSnapshot, amounts: dict[str, list[int]], array: Any) -> Any:
+    """The codes of ``fleet`` from ``array``, those of the snapshot it was patched from: the
     replaced and the new providers coded again."""
-    array, listed = base
     size = len(fleet.providers)
     changed = sorted(
         {i for i in fleet.replaced_providers if i < size} | set(range(len(array), size))
@@ -176,10 +172,7 @@ def _patched_codes(
     if fresh is None:
         return None
     codes[changed] = fresh
-    patched = listed[:size] + [0] * (size - len(listed))
-    for index, code in zip(changed, fresh.tolist(), strict=True):
-        patched[index] = code
-    return codes, patched
+    return codes
 
 
 def _room_codes(fleet: FleetSnapshot, amounts: dict[str, list[int]], indices: Any = None) -> Any:
@@ -202,5 +195,6 @@ def _room_codes(fleet: FleetSnapshot, amounts: dict[str, list[int]], indices: An
         found = numpy.searchsorted(
             levels, column if indices is None else column[indices], side="right"
         )
-        codes = codes * (len(levels) + 1) + found
+        codes *= len(levels) + 1
+        codes += found
     return codes

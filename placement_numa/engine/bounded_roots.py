@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy
 
-from placement_numa.engine.answers import amounts_key, per_snapshot, room_code_array
+from placement_numa.engine.answers import amounts_key, per_snapshot
 from placement_numa.engine.protocol import RankBoundFn
 from placement_numa.engine.replay import RootSearch, RootView
 from placement_numa.engine.root_classes import profile_classes
@@ -46,7 +46,7 @@ def bounded_roots(
     codes = None
     if classes_of is not None and searcher.by_profile and searcher.codes is not None:
         ranker_classes = classes_of(fleet)
-        codes = room_code_array(searcher.plan)
+        codes = searcher.codes
     if ranker_classes is None or codes is None:
         return _one_by_one(searcher, roots, bound, first)
     listed = numpy.fromiter(roots, dtype=numpy.int64)
