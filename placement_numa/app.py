@@ -124,14 +124,29 @@ def build_openapi(app: FastAPI) -> dict[str, Any]:
 
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """Worker start: watch for writes made around us (``start_watcher``), then load the fleet
-    snapshot before serving (``Settings.preload_fleet``)."""
+    """Worker start: watch for writes made around us (``start_watcher``; a worker forked by
+    ``serve --prefork`` also checks the supervisor's watcher once: ``_catch_up``), then load
+    the fleet snapshot before serving (``Settings.preload_fleet``)."""
     watcher = start_watcher(app)
+    inherited = getattr(app.state, "load_watcher", None)
+    if watcher is not None and inherited is not None:
+        _catch_up(inherited)
     if getattr(app.state.settings, "preload_fleet", False):
         preload_fleet(app)
     yield
     if watcher is not None:
         watcher.stop()
+
+
+def _catch_up(inherited: ForeignWriteWatcher) -> None:
+    """A worker forked by ``serve --prefork`` inherits its snapshot and the supervisor's
+    watcher, whose baseline preceded that snapshot's load: one check of it, after this
+    worker's own baseline, records any write made around us in between (the next query
+    refreshes those trees), so none falls between the two baselines."""
+    try:
+        inherited.check()
+    except Exception as exc:  # noqa: BLE001 - the worker's own watcher keeps checking
+        LOG.warning("foreign write check at worker start failed: %s", exc)
 
 
 def start_watcher(app: FastAPI) -> ForeignWriteWatcher | None:

@@ -6,7 +6,8 @@ Real server on SQLite with the demo fleet. To address one worker, the other is s
 worker is in the next answer of the other (both ways); a worker killed with SIGKILL is replaced,
 and the replacement (forked from the supervisor's snapshot, older than those writes) answers
 fresh within a bound; SIGTERM stops the node; a supervisor killed with SIGKILL takes its workers
-with it.
+with it; on PostgreSQL and MariaDB a write made around us (SQL) while no worker watched reaches
+the replacement.
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import create_engine, text
 
-from tests.servers import HEADERS, free_port, running
+from tests.backends import TestDatabase, drop_database, reachable_database
+from tests.servers import HEADERS, free_port, running, service_env
 
 pytestmark = pytest.mark.slow
 
@@ -146,3 +149,64 @@ def test_workers_exit_when_the_supervisor_dies(tmp_path: Path) -> None:
         while any(Path(f"/proc/{pid}").exists() for pid in workers):
             assert time.monotonic() < deadline, "workers outlived their supervisor"
             time.sleep(0.05)  # orphans now: init reaps them
+
+
+@pytest.fixture(params=["postgresql", "mysql"])
+def shared_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TestDatabase]:
+    db = reachable_database(request.param, tmp_path, "prefork")
+    yield db
+    drop_database(db)
+
+
+def test_a_write_made_around_us_reaches_a_replacement(
+    shared_database: TestDatabase, tmp_path: Path
+) -> None:
+    """A write by another writer (SQL, as upstream Placement writes) while no worker could see
+    it, then a worker replaced: its watcher's baseline comes after that write, so only the
+    supervisor's watcher (baseline before its load) can tell; the replacement answers fresh."""
+    port = free_port(range(19900, 19920))
+    argv = [SERVE, "serve", "--prefork", "--workers", "2", "--port", str(port)]
+    argv += ["--database-url", shared_database.url]
+    env = service_env(PLACEMENT_NUMA_FOREIGN_WRITE_STALENESS="1")
+    with running(argv, port, tmp_path / "seed.log", env=env, timeout=120) as service:
+        host = _add_host(service.base_url)  # VCPU 8, in the supervisor's load below
+    with running(argv, port, tmp_path / "serve.log", env=env, timeout=120) as service:
+        base, supervisor = service.base_url, service.process.pid
+        first, second = _wait_workers(supervisor, 2)
+        for pid in (first, second):
+            with _only(pid, [first, second]):
+                assert _candidates(base, host) == 1
+        for pid in (first, second):  # neither worker's watcher runs meanwhile
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            engine = create_engine(shared_database.url)
+            with engine.begin() as conn:  # an operator raises the inventory by SQL
+                conn.execute(
+                    text(
+                        "UPDATE inventories SET total = 64 WHERE resource_provider_id ="
+                        " (SELECT id FROM resource_providers WHERE uuid = :u)"
+                    ),
+                    {"u": host},
+                )
+                conn.execute(
+                    text(
+                        "UPDATE resource_providers SET generation = generation + 1 WHERE uuid = :u"
+                    ),
+                    {"u": host},
+                )
+            engine.dispose()
+            os.kill(first, signal.SIGKILL)
+            deadline = time.monotonic() + REPLACEMENT_BOUND_S
+            while True:  # only the replacement can answer
+                try:
+                    with httpx.Client(base_url=base, headers=HEADERS, timeout=2) as client:
+                        answer = client.get(
+                            f"/allocation_candidates?resources=VCPU:40&in_tree={host}"
+                        )
+                    break
+                except httpx.HTTPError:
+                    assert time.monotonic() < deadline, "no replacement answered"
+            assert answer.status_code == 200, answer.text
+            assert len(answer.json()["allocation_requests"]) == 1
+        finally:
+            os.kill(second, signal.SIGCONT)

@@ -96,6 +96,7 @@ def serve_prefork(settings: Settings, options: dict[str, Any]) -> None:
         values.ValueClass = values.get_value_class()  # type: ignore[no-untyped-call]
     app = app_from_env()
     started = time.perf_counter()
+    app.state.load_watcher = _load_watcher(app)  # its baseline precedes the load
     preload_fleet(app)
     warm(app)
     LOG.info("prefork: supervisor loaded the fleet in %.2f s", time.perf_counter() - started)
@@ -123,6 +124,21 @@ def _bind(host: str, port: int) -> socket.socket:
     sock.listen(2048)
     sock.set_inheritable(True)
     return sock
+
+
+def _load_watcher(app: FastAPI) -> Any:
+    """A foreign-write watcher (``db.foreign_writes``; no thread) whose baseline precedes the
+    supervisor's fleet load, where ``start_watcher`` would run one: each worker checks it once
+    at start, after its own watcher's baseline (``app._lifespan``), so that a write made
+    around us between this load and that baseline is not missed. ``None`` when off."""
+    from placement_numa.db.foreign_writes import ForeignWriteWatcher
+
+    staleness = getattr(app.state.settings, "foreign_write_staleness", 0)
+    if staleness <= 0 or app.state.database.dialect == "sqlite":
+        return None
+    watcher = ForeignWriteWatcher(app.state.database, max(0.25, staleness / 2))
+    watcher.baseline()
+    return watcher
 
 
 def warm(app: FastAPI) -> None:
@@ -303,6 +319,9 @@ class Supervisor:
 
         started = time.perf_counter()
         try:
+            watcher = getattr(self.app.state, "load_watcher", None)
+            if watcher is not None:
+                watcher.check()  # writes made around us since: recorded for every process
             fleet = engine_for_state(self.app.state).snapshot()
             # the per-class indexes are patched with the snapshot; warm() again would touch
             # (and so copy) every provider's page here, which workers forked earlier share
