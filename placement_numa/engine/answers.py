@@ -40,6 +40,9 @@ MAX_MEMO_QUERIES = 64
 _PER_SNAPSHOT: weakref.WeakKeyDictionary[FleetSnapshot, dict[object, Any]] = (
     weakref.WeakKeyDictionary()
 )
+# up to this many sums of a class, a room's code is counted with one numpy compare per sum (a
+# binary search per room, ``searchsorted``, costs more over a fleet's worth of rooms)
+FEW_LEVELS = 8
 # amounts whose room codes a snapshot lineage keeps for the next snapshot (oldest dropped first)
 MAX_LINEAGE_CODES = 8
 # queries whose replayed candidates per root a snapshot keeps (all dropped past it)
@@ -192,9 +195,11 @@ def _room_codes(fleet: FleetSnapshot, amounts: dict[str, list[int]], indices: An
         if span > 2**40:
             return None
         column = fleet.room_column(rc)
-        found = numpy.searchsorted(
-            levels, column if indices is None else column[indices], side="right"
-        )
+        rooms = column if indices is None else column[indices]
         codes *= len(levels) + 1
-        codes += found
+        if len(levels) <= FEW_LEVELS:  # levels at or under each room, one compare per level
+            for level in levels.tolist():
+                codes += rooms >= level
+        else:
+            codes += numpy.searchsorted(levels, rooms, side="right")
     return codes
