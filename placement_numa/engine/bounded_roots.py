@@ -23,6 +23,9 @@ from placement_numa.engine.root_classes import profile_classes
 
 __all__ = ["bounded_roots"]
 
+# roots converted from the sorted columns at a time (``_lazily``)
+_CHUNK = 1024
+
 Pending = Iterable[tuple[Any, int, int]]  # (bound, order, root), ascending (bound, order)
 
 
@@ -82,9 +85,18 @@ def bounded_roots(
 def _lazily(
     distinct: list[Any], ranks: Any, orders: Any, roots: Any
 ) -> Iterator[tuple[Any, int, int]]:
-    """``(bound, order, root)`` from the sorted columns, converted as the merge asks."""
-    for rank, order, root in zip(ranks.tolist(), orders.tolist(), roots.tolist(), strict=True):
-        yield distinct[rank], order, root
+    """``(bound, order, root)`` from the sorted columns, converted as the merge asks (a chunk
+    at a time: a small ``limit`` reads the first few of 100,000 roots)."""
+    chunk = _CHUNK
+    for start in range(0, len(roots), chunk):
+        end = start + chunk
+        for rank, order, root in zip(
+            ranks[start:end].tolist(),
+            orders[start:end].tolist(),
+            roots[start:end].tolist(),
+            strict=True,
+        ):
+            yield distinct[rank], order, root
 
 
 def _one_by_one(
