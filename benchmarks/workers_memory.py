@@ -28,6 +28,7 @@ within 1 s.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import subprocess
@@ -179,8 +180,9 @@ def replacement(base: str, supervisor: int, timeout: float) -> float:
                 time.sleep(0.05)
         raise SystemExit(f"no replacement answered within {timeout:.0f} s")
     finally:
-        for pid in others:
-            os.kill(pid, signal.SIGCONT)
+        for pid in others:  # uvicorn's supervisor may have replaced a stopped worker meanwhile
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
 
 
 def main() -> int:

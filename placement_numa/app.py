@@ -51,6 +51,7 @@ __all__ = [
     "build_openapi",
     "database_for",
     "start_watcher",
+    "watcher_for",
 ]
 
 LOG = logging.getLogger(__name__)
@@ -149,16 +150,22 @@ def _catch_up(inherited: ForeignWriteWatcher) -> None:
         LOG.warning("foreign write check at worker start failed: %s", exc)
 
 
-def start_watcher(app: FastAPI) -> ForeignWriteWatcher | None:
-    """Start the foreign-write watcher of this worker (``db.foreign_writes``; PostgreSQL and
-    MariaDB, the databases another Placement can share), unless ``[placement]
-    foreign_write_staleness`` is 0. Call it before the fleet snapshot is first loaded: its
-    baseline must precede that load."""
+def watcher_for(app: FastAPI) -> ForeignWriteWatcher | None:
+    """A foreign-write watcher for ``app`` (``db.foreign_writes``; PostgreSQL and MariaDB,
+    the databases another Placement can share), not started; ``None`` when ``[placement]
+    foreign_write_staleness`` is 0 or the database is SQLite."""
     staleness = getattr(app.state.settings, "foreign_write_staleness", 0)
     if staleness <= 0 or app.state.database.dialect == "sqlite":
         return None
-    watcher = ForeignWriteWatcher(app.state.database, max(0.25, staleness / 2))
-    watcher.start()
+    return ForeignWriteWatcher(app.state.database, max(0.25, staleness / 2))
+
+
+def start_watcher(app: FastAPI) -> ForeignWriteWatcher | None:
+    """Start the foreign-write watcher of this worker (``watcher_for``), if any. Call it
+    before the fleet snapshot is first loaded: its baseline must precede that load."""
+    watcher = watcher_for(app)
+    if watcher is not None:
+        watcher.start()
     return watcher
 
 

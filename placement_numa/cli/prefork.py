@@ -131,13 +131,11 @@ def _load_watcher(app: FastAPI) -> Any:
     supervisor's fleet load, where ``start_watcher`` would run one: each worker checks it once
     at start, after its own watcher's baseline (``app._lifespan``), so that a write made
     around us between this load and that baseline is not missed. ``None`` when off."""
-    from placement_numa.db.foreign_writes import ForeignWriteWatcher
+    from placement_numa.app import watcher_for
 
-    staleness = getattr(app.state.settings, "foreign_write_staleness", 0)
-    if staleness <= 0 or app.state.database.dialect == "sqlite":
-        return None
-    watcher = ForeignWriteWatcher(app.state.database, max(0.25, staleness / 2))
-    watcher.baseline()
+    watcher = watcher_for(app)
+    if watcher is not None:
+        watcher.baseline()
     return watcher
 
 
