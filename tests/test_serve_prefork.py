@@ -7,7 +7,8 @@ worker is in the next answer of the other (both ways); a worker killed with SIGK
 and the replacement (forked from the supervisor's snapshot, older than those writes) answers
 fresh within a bound; SIGTERM stops the node; a supervisor killed with SIGKILL takes its workers
 with it; on PostgreSQL and MariaDB a write made around us (SQL) while no worker watched reaches
-the replacement.
+the replacement; workers over ``--prefork-max-private-mb`` are replaced while every query
+succeeds.
 """
 
 from __future__ import annotations
@@ -210,3 +211,32 @@ def test_a_write_made_around_us_reaches_a_replacement(
             assert len(answer.json()["allocation_requests"]) == 1
         finally:
             os.kill(second, signal.SIGCONT)
+
+
+def test_a_worker_over_its_memory_bound_is_replaced_without_failed_requests(
+    tmp_path: Path,
+) -> None:
+    """``--prefork-max-private-mb 1``: every worker is over it, so once a worker is older than
+    ``RECYCLE_MIN_AGE_S`` the supervisor forks its replacement and stops it gracefully, one per
+    check; queries answered throughout all succeed."""
+    from placement_numa.cli.prefork import RECYCLE_CHECK_S, RECYCLE_MIN_AGE_S
+
+    port = free_port(range(19920, 19940))
+    log = tmp_path / "serve.log"
+    argv = [SERVE, "serve", "--prefork", "--workers", "2", "--port", str(port)]
+    argv += ["--prefork-max-private-mb", "1"]
+    argv += ["--database-url", f"sqlite:///{tmp_path / 'recycle.sqlite'}"]
+    with running(argv, port, log, timeout=120) as service:
+        base, supervisor = service.base_url, service.process.pid
+        host = _add_host(base)
+        before = set(_wait_workers(supervisor, 2))
+        deadline = time.monotonic() + RECYCLE_MIN_AGE_S + 4 * RECYCLE_CHECK_S + 30
+        answers = 0
+        while before & set(_workers(supervisor)):
+            assert time.monotonic() < deadline, log.read_text()[-2000:]
+            assert _candidates(base, host) == 1  # fresh connections: any worker answers
+            answers += 1
+            time.sleep(0.1)
+        assert answers > 50
+        assert "of its own; replaced" in log.read_text()
+        assert len(_wait_workers(supervisor, 2)) == 2
