@@ -24,7 +24,7 @@ Rules carried over from ``nova.virt.hardware`` (behaviour, not code):
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import NoReturn
 
 from placement_numa.numa.cpu_spec import CpuOutOfRange, CpuSpecError, parse_cpu_spec
 from placement_numa.numa.extra_specs import (
@@ -259,12 +259,22 @@ class FlavorSettings:
     "is this a NUMA guest?".
 
     Nova's checks (``validation``) and the typed request (``request``) share one, so no setting
-    is read or parsed twice, and they read values only (one pass here, then the checks). A
+    is read or parsed twice, and they read plain attributes (one pass here, then the checks). A
     setting that does not resolve keeps its ``InvalidFlavor``, raised at each use, so the checks
     still fail in their own order. CPU lists and the mask are parsed only for
     ``1 <= vcpus <= MAX_VCPUS`` (beyond, ``validation.check_flavor_sizes`` refuses the flavor
     before any of them is read; they resolve to that refusal).
     """
+
+    numa_nodes: tuple[int | None, str | None]
+    page_size: tuple[PageSizeRequest | None, str | None]
+    cpu_policy: tuple[str | None, str | None]
+    thread_policy: tuple[str | None, str | None]
+    emulator_threads_isolate: tuple[bool, str | None]
+    cell_cpu_sets: dict[int, tuple[str, frozenset[int]]]
+    dedicated: frozenset[int] | None
+    devices: tuple[DeviceRequest, ...]
+    is_numa: bool
 
     def __init__(
         self,
@@ -281,85 +291,37 @@ class FlavorSettings:
         self._cells = {kind: _effective(*cell_specs(flavor, image, kind)) for kind in CELL_KINDS}
         self.granular: dict[str, GranularSpec] = granular_specs(flavor)  # by suffix
         self.resolved: dict[str, object] = {}  # name -> value, or the InvalidFlavor it raises
-        for name, resolve in _RESOLVERS:
+        for name, resolve in (*_RESOLVERS, ("is_numa", FlavorSettings._is_numa)):
             try:
-                self.resolved[name] = resolve(self)
+                value = resolve(self)
             except InvalidFlavor as exc:
-                self.resolved[name] = exc
-        self.resolved["is_numa"] = self._is_numa()
+                value = exc
+            self.resolved[name] = value
+            if not isinstance(value, InvalidFlavor):
+                setattr(self, name, value)  # a plain attribute: read with no call
 
-    def _get(self, name: str) -> Any:
-        """The resolved setting ``name``; raises its ``InvalidFlavor`` when it did not resolve."""
-        found = self.resolved[name]
+    def __getattr__(self, name: str) -> NoReturn:
+        """Only for a setting that did not resolve (one that did is a plain attribute): raises
+        its ``InvalidFlavor``."""
+        found = self.__dict__.get("resolved", {}).get(name)
         if isinstance(found, InvalidFlavor):
             raise found
-        return found
-
-    @property
-    def numa_nodes(self) -> tuple[int | None, str | None]:
-        """``numa_nodes(flavor, image)``."""
-        return self._get("numa_nodes")  # type: ignore[no-any-return]
-
-    @property
-    def page_size(self) -> tuple[PageSizeRequest | None, str | None]:
-        """``page_size(flavor, image)``."""
-        return self._get("page_size")  # type: ignore[no-any-return]
-
-    @property
-    def cpu_policy(self) -> tuple[str | None, str | None]:
-        """``cpu_policy(flavor, image)``."""
-        return self._get("cpu_policy")  # type: ignore[no-any-return]
-
-    @property
-    def thread_policy(self) -> tuple[str | None, str | None]:
-        """``thread_policy(flavor, image)``."""
-        return self._get("thread_policy")  # type: ignore[no-any-return]
-
-    @property
-    def emulator_threads_isolate(self) -> tuple[bool, str | None]:
-        """``emulator_threads_isolate(flavor)``."""
-        return self._get("emulator_threads_isolate")  # type: ignore[no-any-return]
+        raise AttributeError(name)
 
     def cells(self, kind: str) -> dict[int, SpecValue]:
         """The effective per-cell list ``hw:numa_<kind>.N`` (flavor's, else image's)."""
         return self._cells[kind]
 
-    @property
-    def cell_cpu_sets(self) -> dict[int, tuple[str, frozenset[int]]]:
-        """Each cell's CPU list (``hw:numa_cpus.N``) as ``{cell: (key, guest CPU ids)}``, parsed
-        with ``vcpus - 1`` as the bound (a CPU beyond it is refused before any range is
-        expanded: ``ImageNUMATopologyCPUOutOfRange``)."""
-        return self._get("cell_cpu_sets")  # type: ignore[no-any-return]
-
-    @property
-    def dedicated(self) -> frozenset[int] | None:
-        """``dedicated_mask(flavor)``."""
-        return self._get("dedicated")  # type: ignore[no-any-return]
-
-    @property
-    def devices(self) -> tuple[DeviceRequest, ...]:
-        """``devices(flavor, image, aliases, topology_policy)``."""
-        return self._get("devices")  # type: ignore[no-any-return]
-
-    @property
-    def is_numa(self) -> bool:
-        """Whether the guest has a NUMA topology: ``hw:numa_nodes``, a page size, pinned CPUs
-        (Nova: the last two imply one cell), PCI devices (one cell, as in Nova), or a
-        ``topology_policy`` that aligns (all but ``none``)."""
-        return self._get("is_numa")  # type: ignore[no-any-return]
-
-    def _is_numa(self) -> bool | InvalidFlavor:
-        """``is_numa`` from the values in its order, short cuts kept (else the first error)."""
-        try:
-            return (
-                self.numa_nodes[0] is not None
-                or self.page_size[0] is not None
-                or self.cpu_policy[0] in ("dedicated", "mixed")
-                or bool(self.devices)
-                or (self.topology_policy is not None and self.topology_policy.numa_guest)
-            )
-        except InvalidFlavor as exc:
-            return exc
+    def _is_numa(self) -> bool:
+        """``is_numa`` from the values in its order, short cuts kept (a setting that did not
+        resolve raises its error)."""
+        return (
+            self.numa_nodes[0] is not None
+            or self.page_size[0] is not None
+            or self.cpu_policy[0] in ("dedicated", "mixed")
+            or bool(self.devices)
+            or (self.topology_policy is not None and self.topology_policy.numa_guest)
+        )
 
 
 def _effective(flavor: dict[int, SpecValue], image: dict[int, SpecValue]) -> dict[int, SpecValue]:

@@ -68,12 +68,16 @@ class NumaHooks:
     def __init__(self, ranker: NumaRanker, checks: tuple[Check, ...] = ()) -> None:
         self.ranker = ranker
         self.checks = checks
+        # the ranker's (key, score) of a candidate: ``rank`` calls it directly, so the hook
+        # costs the engine no more calls than the ranker's own ``rank`` would
+        self._scored = ranker._scored
         # ``accept``, or ``None`` when there is nothing to check (the engine skips it)
         self.accept_or_none: Check | None = self.accept if checks else None
 
     def rank(self, candidate: Candidate, fleet: FleetSnapshot) -> Any:
-        """The engine's ``rank`` hook: the candidate's sort key (smaller is better)."""
-        return self.ranker.rank(candidate, fleet)
+        """The engine's ``rank`` hook: the candidate's sort key (smaller is better;
+        ``NumaRanker.rank``)."""
+        return self._scored(candidate, fleet)[0]
 
     def __call__(self, view: RootBoundView) -> tuple[object, ...] | None:
         """The engine's ``rank_bound`` hook: a lower bound of the keys of the candidates of
