@@ -86,9 +86,12 @@ class SnapshotHolder:
             owned = previous is not None and sys.getrefcount(previous) == 2
             previous_revision = previous.revision if previous is not None else None
             if not owned:
-                # this refresh copies O(fleet) indexes (or loads the fleet): collect the
-                # garbage now, so that freezing the new snapshot below pins none
+                # collect the garbage now: a reference cycle left by a finished request
+                # (hooks holding the snapshot) may be all that keeps the snapshot, and else
+                # this refresh copies O(fleet) indexes (or loads the fleet), so freezing the
+                # new snapshot below pins none
                 gc.collect()
+                owned = previous is not None and sys.getrefcount(previous) == 2
             collecting = gc.isenabled()
             gc.disable()  # no collection walks the growing load; it is frozen below instead
             try:

@@ -71,8 +71,14 @@ class NumaHooks:
         # the ranker's (key, score) of a candidate: ``rank`` calls it directly, so the hook
         # costs the engine no more calls than the ranker's own ``rank`` would
         self._scored = ranker._scored
-        # ``accept``, or ``None`` when there is nothing to check (the engine skips it)
-        self.accept_or_none: Check | None = self.accept if checks else None
+
+    @property
+    def accept_or_none(self) -> Check | None:
+        """``accept``, or ``None`` when there is nothing to check (the engine skips it). Not
+        kept on the object: a bound method of itself would be a reference cycle, keeping the
+        hooks and the snapshot their checks hold until the cyclic collector runs, so the next
+        refresh could not patch the snapshot in place (``engine.handover``; issue 30)."""
+        return self.accept if self.checks else None
 
     def rank(self, candidate: Candidate, fleet: FleetSnapshot) -> Any:
         """The engine's ``rank`` hook: the candidate's sort key (smaller is better;
