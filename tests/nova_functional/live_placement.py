@@ -13,6 +13,12 @@ Environment:
 * ``PLACEMENT_NUMA_SERVER``: the ``placement-numa`` executable of our virtualenv (required).
 * ``PLACEMENT_NUMA_FUNC_TMP``: where databases and server logs go (default: a temporary dir).
 
+Calls to placement-numa block the Nova process (a socket eventlet did not patch), as upstream's
+in-process fixture does (wsgi-intercept serves a call inline): a green thread that yielded in
+the middle of a Placement call let Nova's functional tests interleave in ways they never do with
+upstream, and ``test_numa_live_migration``'s rollback tests deadlocked on the test database's
+reader-writer lock (``_run_periodics`` inside the migration stub).
+
 The service runs with ``[oslo_policy] enforce_new_defaults = False``, as upstream's fixture
 configures upstream Placement for Nova's tests (an admin token may reshape).
 
@@ -147,6 +153,30 @@ class _Pool:
 
 
 _POOL: _Pool | None = None
+_LIVE: set[tuple[str, int]] = set()  # (host, port) of every server started
+
+
+def _blocking_sockets_to_live_servers() -> None:
+    """urllib3 connects to a live server with a socket eventlet did not patch (other
+    addresses as before), so a Placement call never yields to another green thread."""
+    import urllib3.util.connection as connection
+    from eventlet import patcher
+
+    native = patcher.original("socket")
+    default = connection.create_connection
+
+    def create_connection(address, timeout=None, source_address=None, socket_options=None):  # type: ignore[no-untyped-def]
+        if tuple(address) not in _LIVE:
+            return default(address, timeout, source_address, socket_options)
+        sock = native.socket(native.AF_INET, native.SOCK_STREAM)
+        for option in socket_options or ():
+            sock.setsockopt(*option)
+        if isinstance(timeout, (int, float)):
+            sock.settimeout(timeout)
+        sock.connect(tuple(address))
+        return sock
+
+    connection.create_connection = create_connection
 
 
 def pool() -> _Pool:
@@ -172,6 +202,7 @@ def _live_setup(self):  # type: ignore[no-untyped-def]
         if self.register_opts:
             conf.register_opts(self.conf_fixture.conf)
     server = pool().take()
+    _LIVE.add(("127.0.0.1", server.port))
     self.addCleanup(server.stop)
     self.server = server
     self.endpoint = server.url
@@ -182,3 +213,4 @@ def install() -> None:
     from placement.tests.functional.fixtures import placement as placement_fixtures
 
     placement_fixtures.PlacementFixture.setUp = _live_setup
+    _blocking_sockets_to_live_servers()
