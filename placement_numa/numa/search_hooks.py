@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from placement_numa.engine.candidates import Candidate
@@ -119,12 +118,13 @@ class NumaHooks:
 def numa_hooks(numa: NumaQuery, fleet: FleetSnapshot, ranker: NumaRanker) -> NumaHooks:
     """The hooks of a search of ``numa`` on ``fleet`` ranked by ``ranker`` (its ``index``
     gives the cells and sockets the device checks read)."""
-    checks: list[Check] = []
+    checks: list[Check] = []  # closures over values only: none holds the hooks (no cycle)
+    anchors = numa.anchors
     if numa.filter_anchors:
-        checks.append(partial(anchors_distinct, anchors=numa.anchors))
+        checks.append(lambda candidate: anchors_distinct(candidate, anchors))
     topology = numa.topology
     if topology is not None and topology.memory_not_overcommitted:
-        checks.append(partial(fits_without_overcommit, fleet=fleet))
+        checks.append(lambda candidate: fits_without_overcommit(candidate, fleet))
     devices = device_accept(numa, fleet, ranker.index) if numa.devices else None
     if devices is not None:
         checks.append(devices)
