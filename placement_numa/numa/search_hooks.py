@@ -119,8 +119,8 @@ def numa_hooks(numa: NumaQuery, fleet: FleetSnapshot, ranker: NumaRanker) -> Num
     """The hooks of a search of ``numa`` on ``fleet`` ranked by ``ranker`` (its ``index``
     gives the cells and sockets the device checks read)."""
     checks: list[Check] = []  # closures over values only: none holds the hooks (no cycle)
-    anchors = numa.anchors
     if numa.filter_anchors:
+        anchors = numa.anchors
         checks.append(lambda candidate: anchors_distinct(candidate, anchors))
     topology = numa.topology
     if topology is not None and topology.memory_not_overcommitted:
