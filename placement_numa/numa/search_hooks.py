@@ -76,8 +76,12 @@ class NumaHooks:
         """``accept``, or ``None`` when there is nothing to check (the engine skips it). Not
         kept on the object: a bound method of itself would be a reference cycle, keeping the
         hooks and the snapshot their checks hold until the cyclic collector runs, so the next
-        refresh could not patch the snapshot in place (``engine.handover``; issue 30)."""
-        return self.accept if self.checks else None
+        refresh could not patch the snapshot in place (``engine.handover``; issue 30). A
+        single check is handed over as it is (a closure over values, no loop around it)."""
+        checks = self.checks
+        if len(checks) == 1:
+            return checks[0]
+        return self.accept if checks else None
 
     def rank(self, candidate: Candidate, fleet: FleetSnapshot) -> Any:
         """The engine's ``rank`` hook: the candidate's sort key (smaller is better;
