@@ -13,8 +13,10 @@
   devices' NUMA affinity (``numa.device_affinity``). ``checks`` is empty when none applies
   (then give the engine ``accept=None``: nothing to filter).
 
-Every callback the engine makes for a NUMA search enters here, so a reader finds what the
-search adds to the engine in one place; ``ranked`` turns the engine's answer into
+Every callback the engine makes for a NUMA search is defined here (the accept checks are
+closures of ``numa_hooks``; a lone check is handed over as it is, so a lone device-affinity
+check is ``numa.device_affinity``'s own), so a reader finds what the search adds to the engine
+in one place; ``ranked`` turns the engine's answer into
 ``RankedCandidate`` values (score, devices, explain) with the same ranker.
 """
 
