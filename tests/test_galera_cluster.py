@@ -259,13 +259,18 @@ def test_racing_through_two_nodes_with_a_node_killed(
         f"{(run.back_at or 0) - (run.killed_at or 0):.1f} kinds={dict(kinds)}"
     )
 
-    # no 500s; 503s only from B, only while its node was down, well formed
+    # no 500s; 503s only while B's node was down, well formed: from B (its node gone), or a
+    # statement timeout from A (a killed node stalls every node's commits until the survivors
+    # evict it: evs.suspect_timeout, then a new primary view; under CI's load a write on A once
+    # waited past the statement limit, 10.1 s, and answered 503 placement.db.timeout)
     assert run.killing_at is not None and run.back_at is not None
     for x in run.answers:
         assert x.status not in (0, 500) and not (500 <= x.status < 600 and x.status != 503), x
         if x.status == 503:
-            assert x.service == "B", x
-            assert x.code == "placement.db.unavailable", x
+            expected = {"B": ("placement.db.unavailable", "placement.db.timeout")}.get(
+                x.service, ("placement.db.timeout",)
+            )
+            assert x.code in expected, x
             assert x.retry_after == "1", x
             assert x.received >= run.killing_at and x.sent <= run.back_at, x
         elif x.status >= 400:
