@@ -38,6 +38,10 @@ from tests.backends import in_ci
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNNER = ROOT / "tests" / "nova_functional" / "run.py"
+# One Nova test's limit (s; at CI's load, ~10, the slowest Nova test seen took ~2 min), and
+# one run's (a class of test_numa_servers takes up to ~13 min of one worker at that load).
+TEST_TIMEOUT = 300
+CLASS_TIMEOUT = 1500
 # CI-only (a Nova virtualenv, minutes of fake-libvirt runs): `pytest -m ""` runs it.
 pytestmark = pytest.mark.slow
 
@@ -69,20 +73,40 @@ def _run_once(
     assert server, "placement-numa is not installed in this virtualenv"
     workdir = tmp_path / f"attempt-{attempt}"
     workdir.mkdir()
-    env = {**os.environ, "PLACEMENT_NUMA_SERVER": server, "PLACEMENT_NUMA_FUNC_TMP": str(workdir)}
+    env = {
+        **os.environ,
+        "PLACEMENT_NUMA_SERVER": server,
+        "PLACEMENT_NUMA_FUNC_TMP": str(workdir),
+        # Nova's tests (oslotest's Timeout fixture) fail one test that runs longer than this
+        # (s) with a traceback, and the run goes on; a hung test then costs minutes, not the run.
+        "OS_TEST_TIMEOUT": os.environ.get("OS_TEST_TIMEOUT", str(TEST_TIMEOUT)),
+        # A run that hangs anyway prints every thread's stack and exits before CLASS_TIMEOUT.
+        "PLACEMENT_NUMA_FUNC_DUMP_AFTER": str(CLASS_TIMEOUT - 60),
+    }
     started = time.monotonic()
-    done = subprocess.run(
-        [python, str(RUNNER), *test_ids],
-        capture_output=True,
-        text=True,
-        timeout=1500,
-        check=False,
-        env=env,
-    )
-    output = done.stdout + done.stderr
+    try:
+        done = subprocess.run(
+            [python, str(RUNNER), *test_ids],
+            capture_output=True,
+            text=True,
+            timeout=CLASS_TIMEOUT,
+            check=False,
+            env=env,
+        )
+        passed, output = done.returncode == 0, done.stdout + done.stderr
+    except subprocess.TimeoutExpired as expired:
+        passed, output = False, _text(expired.stdout) + _text(expired.stderr)
+        output += f"\n(killed after {CLASS_TIMEOUT} s)\n"
     (tmp_path / f"nova-{attempt}.log").write_text(output)
     print(f"{' '.join(test_ids)}: {time.monotonic() - started:.0f} s wall (attempt {attempt})")
-    return done.returncode == 0, output
+    return passed, output
+
+
+def _text(stream: str | bytes | None) -> str:
+    """What a timed-out ``subprocess.run`` had captured of one stream."""
+    if isinstance(stream, bytes):
+        return stream.decode(errors="replace")
+    return stream or ""
 
 
 FAILED = re.compile(r"^(?:FAIL|ERROR): (\S+)$", re.M)

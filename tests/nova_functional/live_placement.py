@@ -156,6 +156,9 @@ _POOL: _Pool | None = None
 _LIVE: set[tuple[str, int]] = set()  # (host, port) of every server started
 
 
+NO_ANSWER_TIMEOUT = 120.0  # s
+
+
 def _blocking_sockets_to_live_servers() -> None:
     """urllib3 connects to a live server with a socket eventlet did not patch (other
     addresses as before), so a Placement call never yields to another green thread."""
@@ -171,8 +174,9 @@ def _blocking_sockets_to_live_servers() -> None:
         sock = native.socket(native.AF_INET, native.SOCK_STREAM)
         for option in socket_options or ():
             sock.setsockopt(*option)
-        if isinstance(timeout, (int, float)):
-            sock.settimeout(timeout)
+        # A call with no timeout of its own (keystoneauth's default) gets one: a server that
+        # never answers fails that call instead of blocking every green thread of the run.
+        sock.settimeout(timeout if isinstance(timeout, (int, float)) else NO_ANSWER_TIMEOUT)
         sock.connect(tuple(address))
         return sock
 
