@@ -151,7 +151,7 @@ PCI_OPTS: list[cfg.Opt] = [
         ),
     )
 ]
-"""``[pci]``: not ``Settings`` fields (read per request by ``api.pci_aliases``), Nova's
+"""``[pci]``: not ``Settings`` fields (read per request by ``api.numa_body.aliases_for``), Nova's
 ``[pci] alias`` option as placement.conf carries it."""
 
 DEVICE_SPEC_OPTS: list[cfg.Opt] = [

@@ -111,8 +111,10 @@ def check_candidate_query(query: CandidateQuery, limits: RequestLimits) -> None:
             f" {limits.max_request_groups} are allowed ([placement] max_request_groups).",
             code="placement.limit.request_groups",
         )
+    cap = limits.max_resource_classes_per_group
     for group in query.groups:
-        check_resource_classes(len(group.resources), limits, f"resources{group.label}")
+        if len(group.resources) > cap:  # the message (and the group's label) only on refusal
+            check_resource_classes(len(group.resources), limits, f"resources{group.label}")
 
 
 def _children(value: Any) -> Iterable[Any]:

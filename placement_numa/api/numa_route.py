@@ -24,7 +24,7 @@ from placement_numa.api import microversion as mv
 from placement_numa.api.cell_index_dep import CellIndexDep
 from placement_numa.api.deps import DatabaseDep, JsonBody, VersionDep, body_doc, require_version
 from placement_numa.api.engine_dep import EngineDep
-from placement_numa.api.pci_aliases import aliases_for
+from placement_numa.api.numa_body import aliases_for
 from placement_numa.api.schemas.capacity import CapacityFlavor
 from placement_numa.db.database import Database
 from placement_numa.engine import CandidateEngine, FleetSnapshot

@@ -261,7 +261,7 @@ def _catalogue_gauges(
     """The flavor capacity gauges of the catalogue in ``path`` (``[metrics] flavors_file``);
     a file that cannot be read is one warning line and no such gauges."""
     from placement_numa.api.cell_index_dep import cell_index_for_state
-    from placement_numa.api.pci_aliases import aliases_for
+    from placement_numa.api.numa_body import aliases_for
     from placement_numa.observability.capacity_gauges import CatalogueCollector
     from placement_numa.services.flavor_catalogue import (
         CatalogueError,

@@ -36,6 +36,7 @@ from placement_numa.numa.extra_specs import (
 )
 from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.numa.invalid_flavor import INVALID_FLAVOR_CODE, InvalidFlavor
+from placement_numa.numa.known_specs import unknown_key
 from placement_numa.numa.page_sizes import PageSizeError, PageSizeRequest, parse_page_size
 from placement_numa.numa.pci_alias import (
     AFFINITY_POLICIES,
@@ -253,8 +254,9 @@ class FlavorSettings:
     above: ``numa_nodes``, ``page_size``, ``cpu_policy``, ``thread_policy`` (each ``(value,
     key that set it)``), ``emulator_threads_isolate`` and ``cells(kind)`` (``hw:numa_<kind>.N``
     of the flavor, else ``hw_numa_<kind>.N`` of the image; ``kind`` ``"cpus"`` or ``"mem"``).
-    Also ``granular`` (the ``resources[$S]:``/``trait[$S]:`` specs by suffix), ``cell_cpu_sets``
-    (each cell's CPU list parsed), ``dedicated`` (the parsed ``hw:cpu_dedicated_mask``),
+    Also ``unknown_key`` (the first mistyped ``hw:`` key, ``numa.known_specs``), ``granular``
+    (the ``resources[$S]:``/``trait[$S]:`` specs by suffix), ``cell_cpu_sets`` (each cell's CPU
+    list parsed), ``dedicated`` (the parsed ``hw:cpu_dedicated_mask``),
     ``devices`` (with ``aliases`` and ``topology_policy``) and ``is_numa``, the one answer to
     "is this a NUMA guest?".
 
@@ -275,6 +277,7 @@ class FlavorSettings:
     dedicated: frozenset[int] | None
     devices: tuple[DeviceRequest, ...]
     is_numa: bool
+    unknown_key: str | None
 
     def __init__(
         self,
@@ -288,6 +291,8 @@ class FlavorSettings:
         self.image = image
         self.aliases: Mapping[str, PciAlias] = aliases or {}
         self.topology_policy = topology_policy
+        # the first ``hw:``-namespace key Nova does not register (``numa.known_specs``), or None
+        self.unknown_key = unknown_key(flavor.extra_specs)
         self._cells = {kind: _effective(*cell_specs(flavor, image, kind)) for kind in CELL_KINDS}
         self.granular: dict[str, GranularSpec] = granular_specs(flavor)  # by suffix
         self.resolved: dict[str, object] = {}  # name -> value, or the InvalidFlavor it raises

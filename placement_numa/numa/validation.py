@@ -16,7 +16,7 @@ from placement_numa.names import CUSTOM_NAME_RE
 from placement_numa.numa.cpu_spec import format_cpu_set
 from placement_numa.numa.extra_specs import cell_specs
 from placement_numa.numa.flavor import Flavor, ImageProperties
-from placement_numa.numa.known_specs import closest_key, unknown_key
+from placement_numa.numa.known_specs import closest_key
 from placement_numa.numa.pci_alias import PciAlias
 from placement_numa.numa.resolve import (
     MAX_NUMA_NODES,
@@ -47,8 +47,7 @@ def check_known_keys(settings: FlavorSettings) -> None:
     """Every ``hw:``/``hw_rng:``/``hw_video:`` key is one Nova registers (Nova's extra spec
     validation: "does not appear to be a valid extra spec"); the message suggests the closest
     valid key."""
-    flavor = settings.flavor
-    key = unknown_key(flavor.extra_specs)
+    key = settings.unknown_key  # found while resolving (``FlavorSettings``)
     if key is None:
         return
     suggestion = closest_key(key)

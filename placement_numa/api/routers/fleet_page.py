@@ -26,9 +26,9 @@ from fastapi.responses import HTMLResponse
 from placement_numa.api.cell_index_dep import CellIndexDep
 from placement_numa.api.deps import DatabaseDep
 from placement_numa.api.engine_dep import EngineDep
+from placement_numa.api.numa_body import aliases_for
 from placement_numa.api.pages.fleet_html import render_fleet
 from placement_numa.api.pages.host_html import render_host
-from placement_numa.api.pci_aliases import aliases_for
 from placement_numa.engine import FleetSnapshot
 from placement_numa.errors import QueryBadValue
 from placement_numa.services import fleet_page as service
