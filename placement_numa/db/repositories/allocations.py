@@ -11,7 +11,8 @@ compose ``replace_allocations`` with inventory changes in one transaction.
    ``placement.concurrent_update``), update project/user/consumer type;
 3. delete the consumers' old allocations, then check every new amount against the inventory
    (``domain.allocation``: min_unit/max_unit/step_size and
-   ``used + amount <= (total - reserved) * allocation_ratio``; 409 otherwise);
+   ``used + amount <= (total - reserved) * allocation_ratio``; 409 otherwise;
+   ``allocation_capacity``);
 4. insert the new rows, bump the generation of every provider that receives allocations (and,
    for a consumer whose allocations are emptied, of the providers it had), delete consumers
    left without allocations.
@@ -20,27 +21,24 @@ compose ``replace_allocations`` with inventory changes in one transaction.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
-from sqlalchemy import Select, bindparam, delete, func, insert, select
+from sqlalchemy import bindparam, delete, insert, select
 from sqlalchemy.engine import Connection
 
 from placement_numa.db.repositories import changes, names, providers
 from placement_numa.db.repositories import consumers as consumer_repo
+from placement_numa.db.repositories.allocation_capacity import Single, check_fits, limits_and_usage
 from placement_numa.db.repositories.providers import ProviderRow, utcnow
-from placement_numa.db.tables import allocations, consumers, inventories, resource_classes
+from placement_numa.db.tables import allocations, consumers, resource_classes
 from placement_numa.db.tables import resource_providers as rp
 from placement_numa.domain.allocation import (
     INCOMPLETE_CONSUMER_ID,
     ConsumerAllocation,
-    InventoryLimits,
-    exceeds_capacity,
-    violates_constraints,
 )
-from placement_numa.errors import BadRequest, ConcurrentUpdate, Conflict
+from placement_numa.errors import BadRequest, ConcurrentUpdate
 
 __all__ = [
     "AllocationRow",
@@ -154,35 +152,6 @@ _SELECT_OLD = select(*_OLD_ROWS).where(_OF_CONSUMERS)
 _DELETE = delete(allocations).where(_OF_CONSUMERS)
 _DELETE_RETURNING = _DELETE.returning(*_OLD_ROWS)
 _INSERT = insert(allocations)
-
-
-def _build_limits_and_usage() -> Select[Any]:
-    inv = inventories.c
-    usage = (
-        select(func.sum(allocations.c.used))
-        .where(
-            allocations.c.resource_provider_id == inv.resource_provider_id,
-            allocations.c.resource_class_id == inv.resource_class_id,
-        )
-        .scalar_subquery()
-    )
-    return select(
-        inv.resource_provider_id,
-        inv.resource_class_id,
-        inv.total,
-        inv.reserved,
-        inv.min_unit,
-        inv.max_unit,
-        inv.step_size,
-        inv.allocation_ratio,
-        usage,
-    ).where(
-        inv.resource_provider_id.in_(bindparam("pids", expanding=True)),
-        inv.resource_class_id.in_(bindparam("cids", expanding=True)),
-    )
-
-
-_LIMITS_AND_USAGE = _build_limits_and_usage()
 
 
 def _old_provider_ids(conn: Connection, consumer_uuids: Sequence[str]) -> set[int]:
@@ -299,68 +268,6 @@ def _prepare_consumer(
     return consumer
 
 
-@dataclass(frozen=True)
-class _Single:
-    """One amount of a write, in request order: the consumer's ``item``, the provider by uuid,
-    the class by name, the amount (the class's unit) and ``key``, (provider id, class id)."""
-
-    item: ConsumerAllocation
-    provider_uuid: str
-    rc: str
-    amount: int
-    key: tuple[int, int]
-
-
-def _check_fits(
-    by_uuid: dict[str, ProviderRow],
-    singles: Sequence[_Single],
-    limits: dict[tuple[int, int], InventoryLimits],
-    used: dict[tuple[int, int], int] | None,
-    previous: dict[tuple[int, int], int],
-) -> None:
-    """Placement's ``_check_capacity_exceeded``, allocation by allocation in request order: the
-    inventory must exist, the amount respect min/max/step, and the running sum per (provider,
-    class) fit, unless the result is no worse than the usage before the write (``previous``).
-    ``used``: usage left after the delete, by (provider id, class id); ``None`` checks only that
-    the inventories exist.
-
-    Raises ``Conflict`` (409) naming the class and provider that lack inventory or room.
-    """
-    with_inventory = {p for p, _ in limits}
-    for provider_uuid, provider in by_uuid.items():
-        if provider.id not in with_inventory:
-            classes = ", ".join(sorted({s.rc for s in singles if s.provider_uuid == provider_uuid}))
-            raise Conflict(
-                f"Unable to allocate inventory: Inventory for '{classes}' on resource provider"
-                f" '{provider_uuid}' invalid."
-            )
-    running: dict[tuple[int, int], int] = defaultdict(int)
-    for single in singles:
-        key, rc, provider_uuid, amount = single.key, single.rc, single.provider_uuid, single.amount
-        if key not in limits:
-            raise Conflict(
-                f"Unable to allocate inventory: Inventory for '{rc}' on resource provider"
-                f" '{provider_uuid}' invalid."
-            )
-        if used is None:
-            continue
-        running[key] += amount
-        if violates_constraints(limits[key], amount):
-            raise Conflict(
-                f"Unable to allocate inventory: Unable to create allocation for '{rc}' on"
-                f" resource provider '{provider_uuid}'. The requested amount would violate"
-                " inventory constraints."
-            )
-        if exceeds_capacity(
-            limits[key], used.get(key, 0), amount, running[key], previous_used=previous.get(key)
-        ):
-            raise Conflict(
-                f"Unable to allocate inventory: Unable to create allocation for '{rc}' on"
-                f" resource provider '{provider_uuid}'. The requested amount would exceed"
-                " the capacity."
-            )
-
-
 def replace_allocations(
     conn: Connection,
     consumer_allocations: Sequence[ConsumerAllocation],
@@ -397,7 +304,7 @@ def replace_allocations(
         _prepare_consumer(conn, item, known.get(item.consumer_uuid))
 
     singles = [
-        _Single(item, provider_uuid, rc, amount, (by_uuid[provider_uuid].id, class_ids[rc]))
+        Single(item, provider_uuid, rc, amount, (by_uuid[provider_uuid].id, class_ids[rc]))
         for item in items
         for provider_uuid, resources in item.resources.items()
         for rc, amount in resources.items()
@@ -409,13 +316,13 @@ def replace_allocations(
     rc_ids = {c for _, c in wanted}
     old_rows, had_allocations = _delete_returning(conn, uuids)
     changes.touch(conn, {p for p, _, _ in old_rows} | provider_ids)
-    limits, used = _limits_and_usage(conn, provider_ids, rc_ids)
+    limits, used = limits_and_usage(conn, provider_ids, rc_ids)
     # The usage before the write: what is left plus what this write deleted (None: no usage).
     previous: dict[tuple[int, int], int] = dict(used)
     for p, c, amount in old_rows:
         if (p, c) in wanted:
             previous[(p, c)] = previous.get((p, c), 0) + amount
-    _check_fits(by_uuid, singles, limits, used if check_capacity else None, previous)
+    check_fits(by_uuid, singles, limits, used if check_capacity else None, previous)
 
     now = utcnow()
     rows = [
@@ -452,25 +359,6 @@ def _delete_returning(
         found = conn.execute(_SELECT_OLD, params).all()
         conn.execute(_DELETE, params)
     return [(int(p), int(c), int(u)) for p, c, u, _ in found], {str(row[3]) for row in found}
-
-
-def _limits_and_usage(
-    conn: Connection, provider_ids: Iterable[int], class_ids: Iterable[int]
-) -> tuple[dict[tuple[int, int], InventoryLimits], dict[tuple[int, int], int]]:
-    """``({(provider_id, class_id): InventoryLimits}, {(provider_id, class_id): sum(used)})``
-    for the inventories that exist among the given providers and classes, in one query (a key
-    without allocations is absent from the second map)."""
-    pids, cids = sorted(set(provider_ids)), sorted(set(class_ids))
-    if not pids or not cids:
-        return {}, {}
-    rows = conn.execute(_LIMITS_AND_USAGE, {"pids": pids, "cids": cids})
-    limits: dict[tuple[int, int], InventoryLimits] = {}
-    used: dict[tuple[int, int], int] = {}
-    for p, c, t, r, mn, mx, s, ratio, amount in rows:
-        limits[(p, c)] = InventoryLimits(int(t), int(r), int(mn), int(mx), int(s), float(ratio))
-        if amount is not None:
-            used[(p, c)] = int(amount)
-    return limits, used
 
 
 def delete_for_consumer(conn: Connection, consumer_uuid: str) -> bool:
