@@ -15,7 +15,7 @@ from sqlalchemy.exc import IntegrityError
 
 from placement_numa.db.database import Database
 from placement_numa.db.repositories import aggregates as aggregate_repo
-from placement_numa.db.repositories import names
+from placement_numa.db.repositories import names, provider_filters
 from placement_numa.db.repositories import providers as repo
 from placement_numa.db.repositories.fleet import current_revision
 from placement_numa.db.repositories.providers import ProviderRow
@@ -90,7 +90,7 @@ def list_providers(database: Database, *, filters: ProviderFilters) -> list[Prov
         for group in filters.member_of.any_of:
             aggregate_uuids |= group
         aggregate_ids = aggregate_repo.aggregate_ids(conn, aggregate_uuids)
-        return repo.list_providers(
+        return provider_filters.list_providers(
             conn,
             name=filters.name,
             uuid=filters.uuid,
