@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from placement_numa.numa.flavor import Flavor, ImageProperties
-from placement_numa.numa.query_string import to_query_string
+from placement_numa.numa.numa_query import to_query_string
 from placement_numa.numa.translate import translate
 from tests.numa_helpers import canon
 

@@ -3,7 +3,7 @@
 request's ``NumaOptions`` (built here, once, from the body's fields).
 
 * flavor form: ``numa_request`` (the flavor, image, options and the application's ``[pci]
-  alias`` table) -> ``search_plan`` (``numa/plan.py``);
+  alias`` table) -> ``search_plan`` (``numa/translate.py``);
 * query form: ``query_from_json`` (the GET parser's checks, ``api/candidate_query.py``).
 
 Either way the query is held to the same caps as ``GET /allocation_candidates``
@@ -32,8 +32,8 @@ from placement_numa.domain.request_groups import CandidateQuery
 from placement_numa.errors import BadRequest
 from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.numa.pci_alias import ALIAS_SPEC, AliasConfigError, PciAlias, parse_aliases
-from placement_numa.numa.plan import SearchPlan, search_plan
 from placement_numa.numa.request import NumaOptions, numa_request
+from placement_numa.numa.translate import SearchPlan, search_plan
 
 __all__ = ["InvalidAliasConfig", "aliases_for", "searched"]
 

@@ -8,7 +8,7 @@ granular groups (``resources[$S]:``/``trait[$S]:``) and ``group_policy``, the ce
 size, CPU and thread policy, emulator threads, explicit per-cell CPUs and memory, the dedicated
 mask of a ``mixed`` guest, the requested PCI devices with their aliases and NUMA affinity, the
 Topology Manager policy, and whether the guest is a NUMA guest (``is_numa``, the one answer).
-The request holds no raw flavor: the plan (``numa.plan``), the guest topology, the translation,
+The request holds no raw flavor: the plan (``numa.translate``), the guest topology, the translation,
 the ranking and the claim service read the ``NumaRequest`` only.
 
 ``NumaOptions`` are the request's options (``limit``, ranking and widening switches, the

@@ -1,6 +1,23 @@
-"""Step 2a of the NUMA pipeline: ``NumaRequest`` -> the guest's NUMA cells (``guest_topology``)
--> request groups with ``same_subtree`` (``translate``, the Nova spec's translation); the values
-they build live in ``numa.numa_query``.
+"""Step 2 of the NUMA pipeline: ``NumaRequest`` -> one ``SearchPlan`` (``search_plan``), built
+once per request: the guest's NUMA cells (``guest_topology``) -> request groups with
+``same_subtree`` (``translate``, the Nova spec's translation). The values they build live in
+``numa.numa_query``; the groups besides the guest cells are written by ``numa.flavor_groups``.
+
+The plan holds what the searches of one request run, each translated once: ``main`` (the
+request as the flavor says, with its folded search form, guest cells, devices and ``fallback``
+query, ``None`` when the request allows none); ``admitted`` (false when the topology policy
+refuses the guest outright: ``single-numa-node`` and a guest fixed at more than one cell);
+``widen`` (the cell count is not fixed and the topology policy or
+``distribute_cpus_across_numa`` asks the guest at 1, 2, ... cells: KEP-2902, the Topology
+Manager's ``restricted``/``best-effort``) and ``every`` (every width ranked together:
+``best-effort``); ``widths()`` and ``attempts(width)``: the widths to try and, at each, the
+guest topology of every CPU split tried (the even one only, or every split the most even first
+for ``restricted``/``best-effort`` without ``distribute_cpus_across_numa``), each translated on
+first use and kept, so later searches of the same plan (a claim's rounds, the bounded and the
+exhaustive paths) never translate again. The candidate endpoint (``services.numa_candidates``),
+the claim endpoint (``services.claims``) and ``explain`` (``NumaQuery.explain``) consume the same
+plan. What depends on the fleet (traits and classes the service knows:
+``services.numa_search.runnable``) is checked per snapshot by the searches, not here.
 
 The guest cells (Nova semantics, ``nova.virt.hardware.numa_get_constraints``):
 
@@ -42,11 +59,21 @@ host). A NUMA flavor also gets a ``fallback`` query for hosts not reshaped yet
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import os_traits
 
 from placement_numa.domain.request_groups import CandidateQuery, RequestGroup
-from placement_numa.numa.distribute import split_evenly
+from placement_numa.numa.distribute import cpu_splits, split_evenly, widths_to_try
 from placement_numa.numa.flavor import Flavor, ImageProperties
+from placement_numa.numa.flavor_groups import (
+    HYPERTHREADING,
+    device_groups,
+    device_request_groups,
+    extra_groups,
+    flat_query,
+    root_traits,
+)
 from placement_numa.numa.numa_query import (
     ALIGNING_POLICIES,
     CellGroups,
@@ -71,109 +98,13 @@ __all__ = [
     "HW_NON_NUMA",
     "HYPERTHREADING",
     "ALIGNING_POLICIES",
+    "MAX_DISTRIBUTE_CELLS",
+    "SearchPlan",
+    "search_plan",
 ]
 
 HW_NUMA_ROOT = os_traits.HW_NUMA_ROOT
 HW_NON_NUMA = "HW_NON_NUMA"
-HYPERTHREADING = "HW_CPU_HYPERTHREADING"
-_PLACED = ("VCPU", "PCPU", "MEMORY_MB")
-
-
-def _extra_groups(
-    request: NumaRequest, skip_placed: bool
-) -> tuple[dict[str, int], set[str], set[str], list[RequestGroup]]:
-    """Unsuffixed resources/required/forbidden from the flavor's ``resources:``/``trait:``
-    groups, and the numbered groups (``skip_placed``: without the CPU and memory classes, which
-    the NUMA cells place)."""
-    unsuffixed: dict[str, int] = {}
-    required: set[str] = set()
-    forbidden: set[str] = set()
-    numbered: list[RequestGroup] = []
-    for group in request.groups:
-        resources = {
-            rc: n for rc, n in group.resources.items() if not (skip_placed and rc in _PLACED)
-        }
-        if group.suffix == "":
-            unsuffixed.update(resources)
-            required |= group.required
-            forbidden |= group.forbidden
-        else:
-            numbered.append(
-                RequestGroup(
-                    suffix=group.suffix,
-                    resources={rc: n for rc, n in resources.items() if n > 0},
-                    required_traits=group.required,
-                    forbidden_traits=group.forbidden,
-                )
-            )
-    return unsuffixed, required, forbidden, numbered
-
-
-def _device_groups(request: NumaRequest, cells: int) -> tuple[DeviceGroup, ...]:
-    """One group per device; tied by ``same_subtree`` when the guest has one cell and the
-    policy is ``required`` (the only policy a subtree expresses exactly)."""
-    return tuple(
-        DeviceGroup(
-            f"_PCI{n}", d.resource_class, d.numa_policy, cells == 1 and d.numa_policy == "required"
-        )
-        for n, d in enumerate(request.devices, start=1)
-    )
-
-
-def _device_request_groups(request: NumaRequest) -> list[RequestGroup]:
-    return [
-        RequestGroup(suffix=f"_PCI{n}", resources={d.resource_class: 1}, required_traits=d.traits)
-        for n, d in enumerate(request.devices, start=1)
-    ]
-
-
-def _root_traits(topology: GuestTopology | None) -> tuple[frozenset[str], frozenset[str]]:
-    if topology is None or topology.thread_policy is None:
-        return frozenset(), frozenset()
-    if topology.thread_policy == "require":
-        return frozenset({HYPERTHREADING}), frozenset()
-    if topology.thread_policy == "isolate":
-        return frozenset(), frozenset({HYPERTHREADING})
-    return frozenset(), frozenset()
-
-
-def _flat_query(
-    request: NumaRequest, topology: GuestTopology | None, forbidden_extra: frozenset[str]
-) -> CandidateQuery:
-    """One unsuffixed group with the whole flavor, plus its numbered and device groups
-    (non-NUMA flavors and the fallback)."""
-    extra, required, forbidden, numbered = _extra_groups(request, skip_placed=topology is not None)
-    numbered = numbered + _device_request_groups(request)
-    if topology is not None:
-        vcpu = sum(c.vcpu for c in topology.cells)
-        pcpu = sum(c.pcpu for c in topology.cells)
-    else:
-        vcpu, pcpu = request.vcpus, 0
-    resources: dict[str, int] = {}
-    if vcpu:
-        resources["VCPU"] = vcpu
-    if pcpu:
-        resources["PCPU"] = pcpu
-    resources["MEMORY_MB"] = request.memory_mb
-    if request.disk_gb:
-        resources["DISK_GB"] = request.disk_gb
-    resources.update(extra)
-    resources = {rc: n for rc, n in resources.items() if n > 0}
-    root_required, root_forbidden = _root_traits(topology)
-    return CandidateQuery(
-        groups=(
-            RequestGroup(
-                suffix=None,
-                resources=resources,
-                required_traits=frozenset(required),
-                forbidden_traits=frozenset(forbidden) | forbidden_extra,
-            ),
-            *numbered,
-        ),
-        group_policy=request.group_policy or ("none" if len(numbered) > 1 else None),
-        root_required=root_required,
-        root_forbidden=root_forbidden,
-    )
 
 
 def translate(
@@ -202,10 +133,10 @@ def translate_topology(request: NumaRequest, topology: GuestTopology | None) -> 
     """``translate`` of ``request`` whose guest topology is ``topology`` (``guest_topology``
     of it; ``None``: no NUMA request)."""
     if topology is None:
-        query = _flat_query(request, None, frozenset({HW_NUMA_ROOT}))
+        query = flat_query(request, None, frozenset({HW_NUMA_ROOT}))
         return NumaQuery(query, (), None, None, ("VCPU",), query, (), False, (), request)
 
-    devices = _device_groups(request, len(topology.cells))
+    devices = device_groups(request, len(topology.cells))
     isolate = request.group_policy == "isolate"
     query, cells = _numa_query(request, topology, devices, fold=isolate)
     if isolate or not (request.numbered or devices):
@@ -213,7 +144,7 @@ def translate_topology(request: NumaRequest, topology: GuestTopology | None) -> 
         filter_anchors = False
     else:
         search, search_cells, filter_anchors = query, cells, len(cells) > 1
-    fallback: CandidateQuery | None = _flat_query(
+    fallback: CandidateQuery | None = flat_query(
         request, topology, frozenset({HW_NON_NUMA, HW_NUMA_ROOT})
     )
     policy = request.topology_policy
@@ -250,7 +181,7 @@ def _numa_query(
     """The NUMA-anchored query: the spec's form, or with ``fold`` the anchors folded into the
     CPU groups under ``group_policy=isolate``; device groups after the cells' (tied to the
     only cell by ``same_subtree`` when ``in_subtree``)."""
-    extra, required, forbidden, numbered = _extra_groups(request, skip_placed=True)
+    extra, required, forbidden, numbered = extra_groups(request, skip_placed=True)
     groups: list[RequestGroup] = []
     disk = {"DISK_GB": request.disk_gb} if request.disk_gb else {}
     unsuffixed = {**disk, **{rc: n for rc, n in extra.items() if n > 0}}
@@ -291,11 +222,11 @@ def _numa_query(
             cells.append(CellGroups(cell.index, anchor, proc, mem))
             subtrees.append(frozenset({mem, proc, anchor}))
     groups.extend(numbered)
-    groups.extend(_device_request_groups(request))
+    groups.extend(device_request_groups(request))
     tied = frozenset(d.suffix for d in devices if d.in_subtree)
     if tied and subtrees:
         subtrees[0] = subtrees[0] | tied
-    root_required, root_forbidden = _root_traits(topology)
+    root_required, root_forbidden = root_traits(topology)
     query = CandidateQuery(
         groups=tuple(groups),
         group_policy="isolate" if fold else "none",
@@ -376,4 +307,75 @@ def guest_topology(
         request.emulator_threads_isolate,
         fixed,
         size is not None,
+    )
+
+
+# KEP-2902 tries 1..N cells; hosts rarely have more than 8 cells per socket pair.
+MAX_DISTRIBUTE_CELLS = 16
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """The searches of one ``NumaRequest`` (see the module docstring). Build with
+    ``search_plan``; safe to share between threads (a width translated twice by two threads at
+    once gives equal values, the second kept)."""
+
+    request: NumaRequest
+    main: NumaQuery
+    admitted: bool
+    widen: bool
+    every: bool
+    _attempts: dict[int, tuple[NumaQuery, ...]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+
+    def widths(self) -> list[int]:
+        """The widths (guest cell counts) a widened request tries, narrowest first."""
+        return widths_to_try(self.request.vcpus, MAX_DISTRIBUTE_CELLS)
+
+    def splits(self, width: int) -> list[tuple[int, ...]]:
+        """The CPU splits tried at ``width`` (``()``: the even split): the even one only
+        (KEP-2902, and Nova's flavor semantics), or, for ``restricted``/``best-effort``
+        without ``distribute_cpus_across_numa``, every split the most even first
+        (``numa.distribute.cpu_splits``)."""
+        policy = self.request.topology_policy
+        uneven = (
+            policy is not None and policy.widths != "flavor" and not self.request.options.distribute
+        )
+        if width == 1 or not uneven:
+            return [()]
+        return cpu_splits(self.request.vcpus, width)
+
+    def attempts(self, width: int) -> tuple[NumaQuery, ...]:
+        """The translation of the request at ``width`` cells, one per CPU split of
+        ``splits(width)`` in that order (translated on first use, then kept)."""
+        found = self._attempts.get(width)
+        if found is None:
+            found = tuple(
+                translate(self.request, cell_count=width, cpu_split=split or None)
+                for split in self.splits(width)
+            )
+            self._attempts[width] = found
+        return found
+
+
+def search_plan(request: NumaRequest) -> SearchPlan:
+    """The ``SearchPlan`` of ``request`` (translates the main query once; widths on use).
+    Raises ``InvalidFlavor`` (400) only for what the translation refuses."""
+    policy = request.topology_policy
+    admitted = policy is None or policy.admits(request.numa_nodes)
+    main = translate_topology(request, guest_topology(request))
+    widths = policy.widths if policy is not None else "flavor"
+    distribute = request.options.distribute and (policy is None or policy.max_cells != 1)
+    widen = (
+        main.topology is not None
+        and not main.topology.fixed_cell_count
+        and (widths != "flavor" or distribute)
+    )
+    return SearchPlan(
+        request=request,
+        main=main,
+        admitted=admitted,
+        widen=widen,
+        every=widths == "every",
     )

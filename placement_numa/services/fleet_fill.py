@@ -32,8 +32,8 @@ from dataclasses import dataclass, replace
 from placement_numa.domain.numa_tree import HW_NUMA_ROOT as NUMA_ROOT
 from placement_numa.engine import Candidate, FleetSnapshot, SnapshotEngine, StaticFleetSource
 from placement_numa.numa.engine_rank import CellIndex, NumaRanker
-from placement_numa.numa.plan import SearchPlan
 from placement_numa.numa.ranking import HostCells, rank_key, score
+from placement_numa.numa.translate import SearchPlan
 from placement_numa.services.numa_search import ranker_for, runnable, search_bounded
 
 __all__ = ["Filled", "fill_fleet", "usable_cells"]

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from placement_numa.engine import FleetSnapshot, SnapshotEngine, StaticFleetSource
 from placement_numa.engine.fleet import InventoryTuple, ProviderTuple
 from placement_numa.numa.engine_rank import CellIndex
-from placement_numa.numa.plan import SearchPlan
+from placement_numa.numa.translate import SearchPlan
 from placement_numa.services import numa_candidates
 from placement_numa.services.numa_search import RankedCandidate
 

@@ -1,7 +1,7 @@
 """Use case: NUMA-aware allocation candidates (``POST /allocation_candidates``).
 
 Flow (``doc/source/contributor/numa-pipeline.rst``): flavor + image + options ->
-``numa.request.numa_request`` (``NumaRequest``) -> ``numa.plan.search_plan`` (``SearchPlan``) ->
+``numa_request`` (``NumaRequest``) -> ``numa.translate.search_plan`` (``SearchPlan``) ->
 the candidate engine with the NUMA rank hook (``numa.engine_rank``) -> ranked candidates, NUMA
 fits first, then the fallback candidates on hosts not reshaped yet.
 
@@ -45,11 +45,11 @@ from placement_numa.domain.request_groups import CandidateQuery
 from placement_numa.engine import CandidateEngine, FleetSnapshot
 from placement_numa.numa.engine_rank import CellIndex, NumaRanker
 from placement_numa.numa.flavor import Flavor, ImageProperties
+from placement_numa.numa.numa_query import to_query_string
 from placement_numa.numa.pci_alias import PciAlias
-from placement_numa.numa.plan import MAX_DISTRIBUTE_CELLS, SearchPlan, search_plan
-from placement_numa.numa.query_string import to_query_string
 from placement_numa.numa.request import NumaOptions, numa_request
 from placement_numa.numa.search_hooks import NumaHooks
+from placement_numa.numa.translate import MAX_DISTRIBUTE_CELLS, SearchPlan, search_plan
 from placement_numa.services.numa_distances import cell_id
 from placement_numa.services.numa_search import (
     RankedCandidate,

@@ -14,10 +14,9 @@ from dataclasses import replace
 
 from placement_numa.engine import CandidateEngine, FleetSnapshot
 from placement_numa.numa.engine_rank import CellIndex
-from placement_numa.numa.plan import MAX_DISTRIBUTE_CELLS, SearchPlan
 from placement_numa.numa.ranking import rank_key
 from placement_numa.numa.request import NumaOptions
-from placement_numa.numa.translate import NumaQuery
+from placement_numa.numa.translate import MAX_DISTRIBUTE_CELLS, NumaQuery, SearchPlan
 from placement_numa.services.numa_search import (
     RankedCandidate,
     in_tree,
