@@ -8,8 +8,9 @@ import pytest
 
 from placement_numa.errors import BadRequest
 from placement_numa.numa.flavor import Flavor, ImageProperties
+from placement_numa.numa.resolve import validate
 from placement_numa.numa.translate import guest_topology
-from placement_numa.numa.validation import CHECKS, validate
+from placement_numa.numa.validation import CHECKS
 
 # (vcpus, memory_mb, extra specs, image properties, keys named, words in the detail)
 CASES: list[Any] = [

@@ -32,7 +32,8 @@ from placement_numa.domain.request_groups import CandidateQuery
 from placement_numa.errors import BadRequest
 from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.numa.pci_alias import ALIAS_SPEC, AliasConfigError, PciAlias, parse_aliases
-from placement_numa.numa.request import NumaOptions, numa_request
+from placement_numa.numa.request import NumaOptions
+from placement_numa.numa.resolve import numa_request
 from placement_numa.numa.translate import SearchPlan, search_plan
 
 __all__ = ["InvalidAliasConfig", "aliases_for", "searched"]

@@ -3,10 +3,10 @@
 Nothing here imports FastAPI or SQLAlchemy. Data flow (drawn in full in
 ``doc/source/contributor/numa-pipeline.rst``)::
 
-    Flavor + ImageProperties + NumaOptions --request.numa_request (resolve, validation)-->
-        NumaRequest --plan.search_plan--> SearchPlan (translate: GuestTopology -> NumaQuery per
-        width x CPU split: request groups, same_subtree, group_policy, distinct anchors,
-        fallback; the values in numa_query)
+    Flavor + ImageProperties + NumaOptions --resolve.numa_request (checks: validation)-->
+        NumaRequest (values: request) --translate.search_plan--> SearchPlan (GuestTopology ->
+        NumaQuery per width x CPU split: request groups, same_subtree, group_policy, distinct
+        anchors, fallback; the values and the explain string in numa_query)
     engine.search with search_hooks.NumaHooks (ranking: width, distance, spread, tie-break;
         accept: distinct cells, memory rule, device affinity) --> ranked candidates
 

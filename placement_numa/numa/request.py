@@ -1,4 +1,5 @@
-"""Step 1 of the NUMA pipeline: flavor + image + options -> one frozen ``NumaRequest``.
+"""The values of step 1 of the NUMA pipeline (flavor + image + options -> one frozen
+``NumaRequest``, built by ``numa.resolve.numa_request``).
 
 ``numa_request`` is the only place that reads a flavor's extra specs and an image's
 properties: it resolves every setting once with Nova's precedence rules
@@ -22,16 +23,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from placement_numa.numa.flavor import Flavor, ImageProperties
-from placement_numa.numa.invalid_flavor import InvalidFlavor
+from placement_numa.numa.extra_specs import GranularSpec
 from placement_numa.numa.page_sizes import PageSizeRequest
-from placement_numa.numa.pci_alias import DeviceRequest, PciAlias
-from placement_numa.numa.resolve import FlavorSettings
+from placement_numa.numa.pci_alias import DeviceRequest
 from placement_numa.numa.topology_policies import TopologyPolicy
-from placement_numa.numa.topology_policies import policy as topology_policy_named
-from placement_numa.numa.validation import check
 
-__all__ = ["FlavorGroup", "GroupPolicy", "NumaOptions", "NumaRequest", "numa_request"]
+__all__ = ["FlavorGroup", "GroupPolicy", "NumaOptions", "NumaRequest"]
 
 GroupPolicy = Literal["none", "isolate"]
 
@@ -65,6 +62,17 @@ class FlavorGroup:
     resources: Mapping[str, int]
     required: frozenset[str]
     forbidden: frozenset[str]
+
+    @classmethod
+    def from_spec(cls, suffix: str, spec: GranularSpec) -> FlavorGroup:
+        """The group of the checked specs of one suffix (amounts as integers, traits split by
+        ``required``/``forbidden``)."""
+        required: set[str] = set()
+        forbidden: set[str] = set()
+        for trait, value in spec.traits.items():
+            (required if value.value == "required" else forbidden).add(trait)
+        amounts = {rc: int(amount.value) for rc, amount in spec.resources.items()}
+        return cls(suffix, amounts, frozenset(required), frozenset(forbidden))
 
 
 @dataclass(frozen=True)
@@ -117,71 +125,3 @@ class NumaRequest:
     def numbered(self) -> tuple[FlavorGroup, ...]:
         """The flavor's numbered granular groups, by suffix."""
         return tuple(g for g in self.groups if g.suffix)
-
-
-def numa_request(
-    flavor: Flavor,
-    image: ImageProperties | None = None,
-    options: NumaOptions | None = None,
-    *,
-    aliases: Mapping[str, PciAlias] | None = None,
-) -> NumaRequest:
-    """Validate ``flavor`` (+ ``image``) once and resolve it into a ``NumaRequest`` under
-    ``options`` (its ``topology_policy`` applies).
-
-    ``aliases``: the ``[pci] alias`` table (``numa.pci_alias.parse_aliases``; none: a flavor
-    asking a device is refused). Raises ``InvalidFlavor`` (400,
-    ``placement_numa.flavor.invalid``) naming the offending keys: any of Nova's checks, a bad
-    ``pci_passthrough:alias`` or affinity policy, an unknown alias.
-    """
-    options = options or NumaOptions()
-    policy = topology_policy_named(options.topology_policy)
-    disk_gb, group_policy = flavor.disk_gb, flavor.spec("group_policy")
-    settings = FlavorSettings(flavor, image, aliases=aliases, topology_policy=policy)
-    check(settings)
-    # Only plain reads from here (the settings are resolved and checked): the typed groups,
-    # by suffix (``""`` first), and the explicit per-cell CPU sets and memory (MiB).
-    groups = []
-    for suffix, spec in sorted(settings.granular.items()):
-        required: set[str] = set()
-        forbidden: set[str] = set()
-        for trait, value in spec.traits.items():
-            (required if value.value == "required" else forbidden).add(trait)
-        amounts = {}
-        for rc, amount in spec.resources.items():
-            amounts[rc] = int(amount.value)
-        groups.append(FlavorGroup(suffix, amounts, frozenset(required), frozenset(forbidden)))
-    nodes = settings.numa_nodes[0]
-    cpus, memory = settings.cell_cpu_sets, settings.cells("mem")
-    cell_cpus: list[frozenset[int]] = []
-    cell_memory: list[int] = []
-    for cell in range(nodes or 0):
-        if cpus:
-            cell_cpus.append(cpus[cell][1])
-        if memory:
-            cell_memory.append(int(memory[cell].value))
-    cpu_policy = settings.cpu_policy[0]
-    # the devices (and so is_numa) are the one setting the checks may not have read
-    devices, is_numa = settings.resolved["devices"], settings.resolved["is_numa"]
-    if isinstance(devices, InvalidFlavor):
-        raise devices
-    return NumaRequest(
-        vcpus=flavor.vcpus,
-        memory_mb=flavor.memory_mb,
-        disk_gb=disk_gb,
-        groups=tuple(groups),
-        group_policy=group_policy if group_policy in ("none", "isolate") else None,  # type: ignore[arg-type]
-        numa_nodes=nodes,
-        page_size=settings.page_size[0],
-        cpu_policy=cpu_policy,
-        thread_policy=settings.thread_policy[0],
-        emulator_threads_isolate=settings.emulator_threads_isolate[0],
-        cell_cpus=tuple(cell_cpus) if cell_cpus else None,
-        cell_memory_mb=tuple(cell_memory) if cell_memory else None,
-        dedicated=settings.dedicated if cpu_policy == "mixed" else None,
-        devices=devices,  # type: ignore[arg-type]
-        topology_policy=policy,
-        is_numa=is_numa,  # type: ignore[arg-type]
-        options=options,
-        name=flavor.name,
-    )

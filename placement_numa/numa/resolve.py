@@ -1,4 +1,9 @@
-"""Nova's precedence rules between flavor extra specs and image properties, one function per
+"""Step 1 of the NUMA pipeline: flavor + image + options -> one ``NumaRequest``
+(``numa_request``, the step's one entry): every setting resolved once (``FlavorSettings``),
+Nova's checks run on them (``validation.check``), then the request copied out
+(``numa.request`` holds the values).
+
+Nova's precedence rules between flavor extra specs and image properties, one function per
 setting. Each returns the effective value or raises ``InvalidFlavor`` naming the keys at fault.
 
 Rules carried over from ``nova.virt.hardware`` (behaviour, not code):
@@ -35,7 +40,7 @@ from placement_numa.numa.extra_specs import (
     granular_specs,
 )
 from placement_numa.numa.flavor import Flavor, ImageProperties
-from placement_numa.numa.invalid_flavor import INVALID_FLAVOR_CODE, InvalidFlavor
+from placement_numa.numa.invalid_flavor import InvalidFlavor
 from placement_numa.numa.known_specs import unknown_key
 from placement_numa.numa.page_sizes import PageSizeError, PageSizeRequest, parse_page_size
 from placement_numa.numa.pci_alias import (
@@ -45,28 +50,13 @@ from placement_numa.numa.pci_alias import (
     PciAlias,
     device_requests,
 )
+from placement_numa.numa.request import FlavorGroup, NumaOptions, NumaRequest
 from placement_numa.numa.topology_policies import TopologyPolicy
+from placement_numa.numa.topology_policies import policy as topology_policy_named
+from placement_numa.numa.validation import MAX_NUMA_NODES, MAX_VCPUS, check
 
-__all__ = [
-    "FlavorSettings",
-    "INVALID_FLAVOR_CODE",
-    "InvalidFlavor",
-    "numa_nodes",
-    "page_size",
-    "cpu_policy",
-    "thread_policy",
-    "emulator_threads_isolate",
-    "dedicated_mask",
-    "affinity_policy",
-    "devices",
-    "MAX_NUMA_NODES",
-    "MAX_VCPUS",
-]
+__all__ = ["FlavorSettings", "numa_request", "validate"]  # and the resolvers, one per setting
 
-MAX_NUMA_NODES = 128
-# Upper bound of a flavor's vcpus (Linux's largest NR_CPUS): guest CPU lists and masks are
-# expanded only below it, so no flavor sizes work beyond it.
-MAX_VCPUS = 8192
 CELL_KINDS = ("cpus", "mem")
 
 CPU_POLICIES = ("shared", "dedicated", "mixed")
@@ -363,3 +353,70 @@ _RESOLVERS: tuple[tuple[str, Callable[[FlavorSettings], object]], ...] = (
     ("dedicated", lambda s: _sane_vcpus(s.flavor) and dedicated_mask(s.flavor)),
     ("devices", lambda s: devices(s.flavor, s.image, s.aliases, s.topology_policy)),
 )
+
+
+def numa_request(
+    flavor: Flavor,
+    image: ImageProperties | None = None,
+    options: NumaOptions | None = None,
+    *,
+    aliases: Mapping[str, PciAlias] | None = None,
+) -> NumaRequest:
+    """Validate ``flavor`` (+ ``image``) once and resolve it into a ``NumaRequest`` under
+    ``options`` (its ``topology_policy`` applies).
+
+    ``aliases``: the ``[pci] alias`` table (``numa.pci_alias.parse_aliases``; none: a flavor
+    asking a device is refused). Raises ``InvalidFlavor`` (400,
+    ``placement_numa.flavor.invalid``) naming the offending keys: any of Nova's checks, a bad
+    ``pci_passthrough:alias`` or affinity policy, an unknown alias.
+    """
+    options = options or NumaOptions()
+    policy = topology_policy_named(options.topology_policy)
+    disk_gb, group_policy = flavor.disk_gb, flavor.spec("group_policy")
+    settings = validate(flavor, image, aliases=aliases, topology_policy=policy)
+    # Only plain reads from here (the settings are resolved and checked): the typed groups,
+    # by suffix (``""`` first), and the explicit per-cell CPU sets and memory (MiB).
+    groups = [FlavorGroup.from_spec(sfx, spec) for sfx, spec in sorted(settings.granular.items())]
+    nodes = settings.numa_nodes[0]
+    cpus, memory = settings.cell_cpu_sets, settings.cells("mem")
+    cells = range(nodes or 0)
+    cpu_policy = settings.cpu_policy[0]
+    # the devices (and so is_numa) are the one setting the checks may not have read
+    devices, is_numa = settings.resolved["devices"], settings.resolved["is_numa"]
+    if isinstance(devices, InvalidFlavor):
+        raise devices
+    return NumaRequest(
+        vcpus=flavor.vcpus,
+        memory_mb=flavor.memory_mb,
+        disk_gb=disk_gb,
+        groups=tuple(groups),
+        group_policy=group_policy if group_policy in ("none", "isolate") else None,  # type: ignore[arg-type]
+        numa_nodes=nodes,
+        page_size=settings.page_size[0],
+        cpu_policy=cpu_policy,
+        thread_policy=settings.thread_policy[0],
+        emulator_threads_isolate=settings.emulator_threads_isolate[0],
+        cell_cpus=tuple(cpus[cell][1] for cell in cells) if cpus and cells else None,
+        cell_memory_mb=tuple(int(memory[c].value) for c in cells) if memory and cells else None,
+        dedicated=settings.dedicated if cpu_policy == "mixed" else None,
+        devices=devices,  # type: ignore[arg-type]
+        topology_policy=policy,
+        is_numa=is_numa,  # type: ignore[arg-type]
+        options=options,
+        name=flavor.name,
+    )
+
+
+def validate(
+    flavor: Flavor,
+    image: ImageProperties | None = None,
+    *,
+    aliases: Mapping[str, PciAlias] | None = None,
+    topology_policy: TopologyPolicy | None = None,
+) -> FlavorSettings:
+    """Run every check in ``CHECKS`` on one ``FlavorSettings`` (each setting resolved once,
+    in the checks' order; ``aliases`` and ``topology_policy`` as for ``FlavorSettings``) and
+    return it; raises the first ``InvalidFlavor``."""
+    settings = FlavorSettings(flavor, image, aliases=aliases, topology_policy=topology_policy)
+    check(settings)
+    return settings

@@ -83,7 +83,8 @@ from placement_numa.numa.numa_query import (
     NumaQuery,
 )
 from placement_numa.numa.page_sizes import PageSizeRequest
-from placement_numa.numa.request import NumaRequest, numa_request
+from placement_numa.numa.request import NumaRequest
+from placement_numa.numa.resolve import numa_request
 
 __all__ = [
     "CellGroups",

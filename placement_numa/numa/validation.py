@@ -3,47 +3,70 @@
 Each check takes one ``FlavorSettings`` (the flavor and image, each setting resolved once and
 shared by every check) and raises ``InvalidFlavor`` (400,
 ``placement_numa.flavor.invalid``, a ``placement_numa.errors.BadRequest``) whose detail starts
-with the offending keys. ``validate`` runs them in ``CHECKS`` order; the first failure wins.
+with the offending keys. ``check`` runs them in ``CHECKS`` order (called by
+``resolve.numa_request`` and ``resolve.validate``, once the settings are resolved); the first
+failure wins. The checks read only the settings' plain attributes.
 The Nova exception each one mirrors is named in its docstring (behaviour of
 ``nova.virt.hardware.numa_get_constraints`` and ``nova.scheduler.utils.ResourceRequest``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from typing import Protocol
 
 from placement_numa.names import CUSTOM_NAME_RE
 from placement_numa.numa.cpu_spec import format_cpu_set
-from placement_numa.numa.extra_specs import cell_specs
+from placement_numa.numa.extra_specs import GranularSpec, SpecValue, cell_specs
 from placement_numa.numa.flavor import Flavor, ImageProperties
+from placement_numa.numa.invalid_flavor import InvalidFlavor
 from placement_numa.numa.known_specs import closest_key
-from placement_numa.numa.pci_alias import PciAlias
-from placement_numa.numa.resolve import (
-    MAX_NUMA_NODES,
-    MAX_VCPUS,
-    FlavorSettings,
-    InvalidFlavor,
-    dedicated_mask,
-)
-from placement_numa.numa.topology_policies import TopologyPolicy
+from placement_numa.numa.page_sizes import PageSizeRequest
 
 __all__ = [
     "Check",
     "CHECKS",
-    "validate",
+    "CheckedSettings",
     "check",
     "InvalidFlavor",
-    "dedicated_mask",
     "MAX_VCPUS",
     "MAX_NUMA_NODES",
 ]
 
-Check = Callable[[FlavorSettings], None]
+
+class CheckedSettings(Protocol):
+    """What the checks read: the settings of ``resolve.FlavorSettings`` (resolved once, there),
+    as plain attributes; each ``(value, key that set it)`` where it has a key."""
+
+    flavor: Flavor
+    image: ImageProperties | None
+    unknown_key: str | None
+    numa_nodes: tuple[int | None, str | None]
+    page_size: tuple[PageSizeRequest | None, str | None]
+    cpu_policy: tuple[str | None, str | None]
+    thread_policy: tuple[str | None, str | None]
+    emulator_threads_isolate: tuple[bool, str | None]
+    cell_cpu_sets: dict[int, tuple[str, frozenset[int]]]
+    dedicated: frozenset[int] | None
+    granular: dict[str, GranularSpec]
+    is_numa: bool
+
+    def cells(self, kind: str) -> dict[int, SpecValue]:
+        """The effective per-cell list ``hw:numa_<kind>.N`` (``"cpus"`` or ``"mem"``)."""
+        ...
+
+
+Check = Callable[[CheckedSettings], None]
+
+MAX_NUMA_NODES = 128
+# Upper bound of a flavor's vcpus (Linux's largest NR_CPUS): guest CPU lists and masks are
+# expanded only below it, so no flavor sizes work beyond it.
+MAX_VCPUS = 8192
 _NAME_RE = r"^[A-Z0-9_]+$"
 CPU_CLASSES = ("VCPU", "PCPU")
 
 
-def check_known_keys(settings: FlavorSettings) -> None:
+def check_known_keys(settings: CheckedSettings) -> None:
     """Every ``hw:``/``hw_rng:``/``hw_video:`` key is one Nova registers (Nova's extra spec
     validation: "does not appear to be a valid extra spec"); the message suggests the closest
     valid key."""
@@ -55,7 +78,7 @@ def check_known_keys(settings: FlavorSettings) -> None:
     raise InvalidFlavor([key], f"'{key}' is not an extra spec Nova knows{hint}")
 
 
-def check_flavor_sizes(settings: FlavorSettings) -> None:
+def check_flavor_sizes(settings: CheckedSettings) -> None:
     """1 <= vcpus <= ``MAX_VCPUS``, memory_mb >= 1, disk sizes >= 0."""
     flavor = settings.flavor
     for name in ("vcpus", "memory_mb"):
@@ -68,13 +91,13 @@ def check_flavor_sizes(settings: FlavorSettings) -> None:
             raise InvalidFlavor([name], f"must be >= 0, got {getattr(flavor, name)}")
 
 
-def check_numa_nodes(settings: FlavorSettings) -> None:
+def check_numa_nodes(settings: CheckedSettings) -> None:
     """``hw:numa_nodes`` is an integer >= 1, set by flavor or image, not both
     (``InvalidNUMANodesNumber``, ``ImageNUMATopologyForbidden``)."""
     _ = settings.numa_nodes  # resolving raises
 
 
-def check_cell_lists_not_overridden(settings: FlavorSettings) -> None:
+def check_cell_lists_not_overridden(settings: CheckedSettings) -> None:
     """The image may not set ``hw_numa_cpus.N``/``hw_numa_mem.N`` when the flavor sets the
     same list (``ImageNUMATopologyForbidden``)."""
     flavor, image = settings.flavor, settings.image
@@ -87,7 +110,7 @@ def check_cell_lists_not_overridden(settings: FlavorSettings) -> None:
             )
 
 
-def check_cell_keys_within_nodes(settings: FlavorSettings) -> None:
+def check_cell_keys_within_nodes(settings: CheckedSettings) -> None:
     """``hw:numa_cpus.N``/``hw:numa_mem.N`` need ``hw:numa_nodes`` and ``N < hw:numa_nodes``."""
     nodes, nodes_key = settings.numa_nodes
     for kind in ("cpus", "mem"):
@@ -104,7 +127,7 @@ def check_cell_keys_within_nodes(settings: FlavorSettings) -> None:
             )
 
 
-def check_cell_lists_complete(settings: FlavorSettings) -> None:
+def check_cell_lists_complete(settings: CheckedSettings) -> None:
     """A CPU or memory list, once given, covers every guest cell
     (``ImageNUMATopologyIncomplete``)."""
     nodes, _ = settings.numa_nodes
@@ -122,7 +145,7 @@ def check_cell_lists_complete(settings: FlavorSettings) -> None:
                 )
 
 
-def check_cell_cpus(settings: FlavorSettings) -> None:
+def check_cell_cpus(settings: CheckedSettings) -> None:
     """Guest CPU lists: well formed, each CPU < vcpus (``ImageNUMATopologyCPUOutOfRange``), in
     one cell only (``ImageNUMATopologyCPUDuplicates``), every CPU assigned
     (``ImageNUMATopologyCPUsUnassigned``)."""
@@ -148,7 +171,7 @@ def check_cell_cpus(settings: FlavorSettings) -> None:
         )
 
 
-def check_cell_memory(settings: FlavorSettings) -> None:
+def check_cell_memory(settings: CheckedSettings) -> None:
     """``hw:numa_mem.N`` are integers >= 1 (MiB) summing to the flavor's RAM
     (``ImageNUMATopologyMemoryOutOfRange``)."""
     flavor = settings.flavor
@@ -171,7 +194,7 @@ def check_cell_memory(settings: FlavorSettings) -> None:
         )
 
 
-def check_even_split(settings: FlavorSettings) -> None:
+def check_even_split(settings: CheckedSettings) -> None:
     """Without explicit lists, vcpus and RAM must divide evenly by the cell count
     (``ImageNUMATopologyAsymmetric``)."""
     flavor = settings.flavor
@@ -192,19 +215,19 @@ def check_even_split(settings: FlavorSettings) -> None:
         )
 
 
-def check_page_size(settings: FlavorSettings) -> None:
+def check_page_size(settings: CheckedSettings) -> None:
     """``hw:mem_page_size`` parses (``MemoryPageSizeInvalid``) and the image may only refine
     ``large``/``any`` (``MemoryPageSizeForbidden``)."""
     _ = settings.page_size  # resolving raises
 
 
-def check_cpu_policy(settings: FlavorSettings) -> None:
+def check_cpu_policy(settings: CheckedSettings) -> None:
     """``hw:cpu_policy`` is known and the image asks no more pinning than the flavor allows
     (``ImageCPUPinningForbidden``)."""
     _ = settings.cpu_policy  # resolving raises
 
 
-def check_thread_policy(settings: FlavorSettings) -> None:
+def check_thread_policy(settings: CheckedSettings) -> None:
     """A thread policy needs dedicated CPUs (``CPUThreadPolicyConfigInvalid``)."""
     policy, key = settings.thread_policy
     cpu_policy, cpu_key = settings.cpu_policy
@@ -215,7 +238,7 @@ def check_thread_policy(settings: FlavorSettings) -> None:
         )
 
 
-def check_emulator_threads(settings: FlavorSettings) -> None:
+def check_emulator_threads(settings: CheckedSettings) -> None:
     """``hw:emulator_threads_policy=isolate`` needs dedicated CPUs
     (``BadRequirementEmulatorThreadsPolicy``)."""
     isolate, key = settings.emulator_threads_isolate
@@ -227,7 +250,7 @@ def check_emulator_threads(settings: FlavorSettings) -> None:
         )
 
 
-def check_dedicated_mask(settings: FlavorSettings) -> None:
+def check_dedicated_mask(settings: CheckedSettings) -> None:
     """``mixed`` needs ``hw:cpu_dedicated_mask`` and only ``mixed`` takes one
     (``RequiredMixedInstancePolicy``/``RequiredMixedOrRealtimeCPUMask``); the mask lies within
     the guest CPUs and leaves at least one shared and one dedicated CPU
@@ -253,7 +276,7 @@ def check_dedicated_mask(settings: FlavorSettings) -> None:
         raise InvalidFlavor(["hw:cpu_dedicated_mask"], "no shared CPU left for a mixed instance")
 
 
-def check_granular_specs(settings: FlavorSettings) -> None:
+def check_granular_specs(settings: CheckedSettings) -> None:
     """``resources[$S]:<RC>=<int >= 0>`` and ``trait[$S]:<T>=required|forbidden`` with
     well-formed names; ``group_policy`` is ``none`` or ``isolate``."""
     flavor = settings.flavor
@@ -285,7 +308,7 @@ def _valid_name(name: str) -> bool:
     )
 
 
-def check_cpu_resources(settings: FlavorSettings) -> None:
+def check_cpu_resources(settings: CheckedSettings) -> None:
     """Explicit CPU/memory resources must not contradict the CPU policy or the NUMA layout:
     ``resources:PCPU`` with ``shared``, ``resources:VCPU`` with ``dedicated``, both at once with
     a policy, and any ``resources[$S]:VCPU|PCPU|MEMORY_MB`` on a NUMA flavor (the NUMA
@@ -341,22 +364,7 @@ CHECKS: tuple[Check, ...] = (
 )
 
 
-def validate(
-    flavor: Flavor,
-    image: ImageProperties | None = None,
-    *,
-    aliases: Mapping[str, PciAlias] | None = None,
-    topology_policy: TopologyPolicy | None = None,
-) -> FlavorSettings:
-    """Run every check in ``CHECKS`` on one ``FlavorSettings`` (each setting resolved once,
-    in the checks' order; ``aliases`` and ``topology_policy`` as for ``FlavorSettings``) and
-    return it; raises the first ``InvalidFlavor``."""
-    settings = FlavorSettings(flavor, image, aliases=aliases, topology_policy=topology_policy)
-    check(settings)
-    return settings
-
-
-def check(settings: FlavorSettings) -> None:
+def check(settings: CheckedSettings) -> None:
     """Run every check in ``CHECKS`` on ``settings`` (resolved once, ``resolve.FlavorSettings``),
     in order; raises the first ``InvalidFlavor``."""
     for each in CHECKS:

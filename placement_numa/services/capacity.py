@@ -32,7 +32,8 @@ from placement_numa.engine import CandidateEngine, FleetSnapshot, SnapshotEngine
 from placement_numa.numa.engine_rank import CellIndex
 from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.numa.pci_alias import PciAlias
-from placement_numa.numa.request import NumaOptions, numa_request
+from placement_numa.numa.request import NumaOptions
+from placement_numa.numa.resolve import numa_request
 from placement_numa.numa.translate import SearchPlan, search_plan
 from placement_numa.services import numa_candidates
 from placement_numa.services.capacity_limits import Shortfall, limited_by

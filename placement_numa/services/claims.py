@@ -54,7 +54,8 @@ from placement_numa.errors import BadRequest, ConcurrentUpdate, Conflict
 from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.numa.pci_alias import PciAlias
 from placement_numa.numa.ranking import rank_key
-from placement_numa.numa.request import NumaOptions, numa_request
+from placement_numa.numa.request import NumaOptions
+from placement_numa.numa.resolve import numa_request
 from placement_numa.numa.translate import SearchPlan, search_plan
 from placement_numa.services import numa_candidates
 from placement_numa.services.numa_candidates import CellIndexCache, RankedCandidate

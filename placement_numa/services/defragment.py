@@ -49,7 +49,8 @@ from placement_numa.engine import (
     StaticFleetSource,
 )
 from placement_numa.numa.engine_rank import CellIndex
-from placement_numa.numa.request import NumaOptions, numa_request
+from placement_numa.numa.request import NumaOptions
+from placement_numa.numa.resolve import numa_request
 from placement_numa.numa.translate import SearchPlan, search_plan
 from placement_numa.services.capacity import FlavorAsk, fleet_capacity
 from placement_numa.services.host_fill import fill_host, host_fleet

@@ -47,7 +47,8 @@ from placement_numa.numa.engine_rank import CellIndex, NumaRanker
 from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.numa.numa_query import to_query_string
 from placement_numa.numa.pci_alias import PciAlias
-from placement_numa.numa.request import NumaOptions, numa_request
+from placement_numa.numa.request import NumaOptions
+from placement_numa.numa.resolve import numa_request
 from placement_numa.numa.search_hooks import NumaHooks
 from placement_numa.numa.translate import MAX_DISTRIBUTE_CELLS, SearchPlan, search_plan
 from placement_numa.services.numa_distances import cell_id
