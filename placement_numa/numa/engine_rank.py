@@ -57,7 +57,7 @@ class NumaRanker:
             tuple[tuple[object, ...], NumaScore],
         ] = {}
         self._resourceless: dict[int, tuple[Layout, tuple[int, ...]]] = {}
-        # (entry id, shape, bound class) -> (entry, (key, score)): see ``_scored``
+        # (entry id, shape, bound class) -> (entry, (key, score)): see ``scored``
         self._by_entry: dict[
             tuple[int, int | None, int], tuple[object, tuple[tuple[object, ...], NumaScore]]
         ] = {}
@@ -133,12 +133,14 @@ class NumaRanker:
         ordered = tuple(sorted(devices, key=lambda c: (c is None, c or 0)))
         return tuple(sorted(used.items())), ordered
 
-    def _scored(
+    def scored(
         self, candidate: Candidate, fleet: FleetSnapshot
     ) -> tuple[tuple[object, ...], NumaScore]:
-        """``(rank key, score)``, memoised per host class and cell usage, and for a candidate
-        replayed from its tree's answer (``Candidate.entry`` in member positions) per entry
-        and bound class: look-alike hosts with alike cells score an entry alike."""
+        """``(rank key, score)`` of ``candidate`` (what ``rank`` and ``score`` each return
+        half of; ``search_hooks.NumaHooks.rank`` calls it directly), memoised per host class
+        and cell usage, and for a candidate replayed from its tree's answer
+        (``Candidate.entry`` in member positions) per entry and bound class: look-alike hosts
+        with alike cells score an entry alike."""
         entry, anchor = candidate.entry, candidate.anchor
         replayed = None
         if entry is not None and candidate.members is fleet.tree.get(anchor):
@@ -176,12 +178,12 @@ class NumaRanker:
 
     def score(self, candidate: Candidate, fleet: FleetSnapshot) -> NumaScore:
         """The NUMA score of ``candidate`` (cells used, width, distance, spread)."""
-        return self._scored(candidate, fleet)[1]
+        return self.scored(candidate, fleet)[1]
 
     def rank(self, candidate: Candidate, fleet: FleetSnapshot) -> tuple[object, ...]:
         """The engine's rank hook: ``ranking.rank_key`` of the candidate's score (cached per
         host class and cell usage)."""
-        return self._scored(candidate, fleet)[0]
+        return self.scored(candidate, fleet)[0]
 
     def bound_of(self, view: RootBoundView) -> tuple[object, ...] | None:
         """``bound`` for one root: a lower bound of the rank key of every candidate

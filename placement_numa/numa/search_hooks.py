@@ -71,7 +71,7 @@ class NumaHooks:
         self.checks = checks
         # the ranker's (key, score) of a candidate: ``rank`` calls it directly, so the hook
         # costs the engine no more calls than the ranker's own ``rank`` would
-        self._scored = ranker._scored
+        self._scored = ranker.scored
 
     @property
     def accept_or_none(self) -> Check | None:
