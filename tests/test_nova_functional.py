@@ -113,8 +113,8 @@ FAILED = re.compile(r"^(?:FAIL|ERROR): (\S+)$", re.M)
 
 
 def run_nova_tests(python: str, tmp_path: Path, *test_ids: str) -> str:
-    """Run ``test_ids`` (and ``run.py`` options: ``--upstream``, ``--exclude=``) in the Nova
-    virtualenv; fails with the output tail unless all pass.
+    """Run ``test_ids`` (and ``run.py`` options: ``--upstream``, ``--numa-reporting``,
+    ``--exclude=``) in the Nova virtualenv; fails with the output tail unless all pass.
 
     The tests that failed are run once more on their own (the whole run again when the output
     names none), and the first failure's tail is printed: Nova's functional tests wait on green
@@ -125,7 +125,7 @@ def run_nova_tests(python: str, tmp_path: Path, *test_ids: str) -> str:
     passed, output = _run_once(python, tmp_path, 1, test_ids)
     if passed:
         return output
-    options = tuple(a for a in test_ids if a == "--upstream")
+    options = tuple(a for a in test_ids if a in ("--upstream", "--numa-reporting"))
     failed = tuple(dict.fromkeys(FAILED.findall(output)))
     again = (*options, *failed) if failed else test_ids
     print(f"first run failed, running {' '.join(again)} again:\n{output[-3000:]}")
@@ -249,6 +249,98 @@ def test_nova_regression(nova: str, tmp_path: Path, test_class: str) -> None:
 def test_nova_known_failure(nova: str, tmp_path: Path, test_id: str) -> None:
     passed, output = _run_once(nova, tmp_path, 1, (test_id,))
     assert passed, output[-3000:]
+
+
+# With NUMA reporting on (``run.py --numa-reporting``: every host reports its NUMA cells, the
+# scheduler asks placement-numa's POST /allocation_candidates), the Nova tests whose assertions
+# hold only for a flat tree, each with that assertion (read in Nova 34.0.0's test). Left out of
+# test_nova_regression_numa_reporting; they run with reporting off above.
+FORCED_MOVE = (
+    "forces a live migration to a named host (microversion 2.67, force=True): Nova copies the "
+    "source's allocation to the destination only when it is on one provider, and refuses a "
+    "guest whose allocation spans the NUMA tree ('The instance has complex allocations on the "
+    "source host so move cannot be forced', scheduler.utils.claim_resources_on_destination)"
+)
+NON_NUMA_FLAVOR = (
+    "boots a flavor without a NUMA topology on hosts that all report NUMA cells: placement-numa "
+    "keeps such guests off NUMA hosts (!HW_NUMA_ROOT, the spec's rule), so NoValidHost; then "
+    "asserts the guest's allocation and usages on the compute node provider"
+)
+ROOT_PCPU_USAGE = (
+    "asserts the PCPU usage of the compute node provider during the migration "
+    "(_migrate_stub: usages_a['PCPU'] == 2, usages_b['PCPU'] == 4); with reporting on PCPU is "
+    "the NUMA cells', the root has none (KeyError: 'PCPU')"
+)
+FLAT_TREE: dict[str, str] = {
+    **{
+        f"{NOVA_LIBVIRT}.test_numa_live_migration.{c}.{t}": FORCED_MOVE
+        for c in ("NUMALiveMigrationLegacyTests", "NUMALiveMigrationLegacyRollbackTests")
+        for t in ("test_conductor_pinned", "test_source_pinned_dest_unpinned")
+    },
+    **{
+        f"{NOVA_LIBVIRT}.test_numa_live_migration.NUMALiveMigrationNegativeTests.{t}": FORCED_MOVE
+        for t in ("test_different_page_sizes", "test_insufficient_resources")
+    },
+    **{
+        f"{NOVA_LIBVIRT}.test_numa_live_migration.NUMALiveMigrationPositiveTests.{t}": (
+            ROOT_PCPU_USAGE
+        )
+        for t in (
+            "test_bug_1843639",
+            "test_numa_live_migration",
+            "test_numa_live_migration_dest_pinned",
+        )
+    },
+    **{
+        f"{NOVA_LIBVIRT}.test_reshape.{t}": NON_NUMA_FLAVOR
+        for t in (
+            "SevResphapeTests.test_create_servers_with_amd_sev",
+            "SevResphapeTests.test_create_servers_with_amd_sev_mixed",
+            "VGPUReshapeTests.test_create_servers_with_vgpu",
+        )
+    },
+}
+# The classes run with reporting on in CI. NOVA_CLASSES' others, with the reason each is not:
+NOVA_CLASSES_NUMA_REPORTING: list[str] = []
+NOT_RUN_WITH_NUMA_REPORTING: dict[str, str] = {
+    **{
+        f"test_numa_live_migration.NUMALiveMigration{c}": "every test is in FLAT_TREE"
+        for c in ("LegacyTests", "LegacyRollbackTests", "NegativeTests", "PositiveTests")
+    },
+    "test_reshape.SevResphapeTests": "every test is in FLAT_TREE",
+    "test_reshape.VGPUReshapeTests": "every test is in FLAT_TREE",
+    "test_numa_live_migration.NUMALiveMigrationRollbackTests": (
+        "hung with reporting on (test_bug_1894095_post_drop: the migration stub's "
+        "_run_periodics waits on the test database's reader-writer lock, the hang CI saw with "
+        "reporting off), not investigated yet"
+    ),
+    **{
+        c: "not yet run with reporting on in this harness (run.py --numa-reporting held for the "
+        "first test of a run only before 2026-11-28)"
+        for c in NOVA_CLASSES
+        if c.startswith(("test_numa_servers.", "test_pci_in_placement."))
+    },
+}
+
+
+def test_numa_reporting_lists() -> None:
+    """Every Nova class is run with reporting on or named with its reason; every flat-tree
+    exclusion names a test of a listed class."""
+    assert sorted(NOVA_CLASSES_NUMA_REPORTING + list(NOT_RUN_WITH_NUMA_REPORTING)) == sorted(
+        NOVA_CLASSES
+    )
+    classes = {f"{NOVA_LIBVIRT}.{c}" for c in NOVA_CLASSES}
+    assert all(t.rsplit(".", 1)[0] in classes for t in FLAT_TREE)
+
+
+@pytest.mark.parametrize("test_class", NOVA_CLASSES_NUMA_REPORTING)
+def test_nova_regression_numa_reporting(nova: str, tmp_path: Path, test_class: str) -> None:
+    """Every test of Nova's ``test_class`` passes with NUMA reporting on, but the flat-tree
+    ones (``FLAT_TREE``) and the known failures."""
+    name = f"{NOVA_LIBVIRT}.{test_class}"
+    left_out = [*KNOWN_FAILURES, *FLAT_TREE]
+    excluded = [f"--exclude={t}" for t in left_out if t.startswith(name + ".")]
+    run_nova_tests(nova, tmp_path, "--numa-reporting", *excluded, name)
 
 
 def test_no_valid_host_stock_side(nova: str, tmp_path: Path) -> None:

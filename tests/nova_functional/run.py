@@ -52,9 +52,7 @@ def main(argv: list[str]) -> int:
 
         live_placement.install()
     if "--numa-reporting" in argv:
-        import nova.conf
-
-        nova.conf.CONF.set_default("enable_numa_reporting_to_placement", True, group="compute")
+        _default_numa_reporting()
     from testtools import run
 
     if excluded:
@@ -67,6 +65,24 @@ def main(argv: list[str]) -> int:
     except SystemExit as exit_:
         return int(exit_.code or 0)
     return 0
+
+
+def _default_numa_reporting() -> None:
+    """``[compute] enable_numa_reporting_to_placement = True`` as the default of every test.
+
+    Nova's ``ConfFixture`` resets the configuration after each test (``CONF.reset()`` drops
+    defaults set with ``set_default`` too), so a default set once here held for the first test of
+    a run only; it is set again in each fixture's ``setUp``. A test's own ``self.flags(...)`` (an
+    override) still wins."""
+    from nova.tests.fixtures import conf
+
+    fixture_set_up = conf.ConfFixture.setUp
+
+    def set_up(self: conf.ConfFixture) -> None:
+        fixture_set_up(self)
+        self.conf.set_default("enable_numa_reporting_to_placement", True, group="compute")
+
+    conf.ConfFixture.setUp = set_up  # type: ignore[method-assign]
 
 
 def _listed_without(test_ids: list[str], excluded: set[str]) -> str | None:
