@@ -271,6 +271,48 @@ ROOT_PCPU_USAGE = (
     "(_migrate_stub: usages_a['PCPU'] == 2, usages_b['PCPU'] == 4); with reporting on PCPU is "
     "the NUMA cells', the root has none (KeyError: 'PCPU')"
 )
+PCI_TREE = (
+    "asserts that the compute node's children are exactly its PCI devices' providers "
+    "(assert_placement_pci_inventory: len(inventories) == len(rps) - 1, 'Number of RPs on "
+    "compute1 doesn't match'); with reporting on the NUMA cells and page sizes are children too"
+)
+PCI_NON_NUMA_FLAVOR = (
+    "boots a flavor whose only extra spec is a PCI alias (no NUMA topology) on a host that "
+    "reports NUMA cells: placement-numa keeps such guests off NUMA hosts (!HW_NUMA_ROOT, the "
+    "spec's rule), so NoValidHost; then asserts the PCI-only tree as above"
+)
+PCI_TREE_TESTS = [
+    "PlacementPCIAllocationHealingTests.test_heal_allocation_during_same_host_resize",
+    "PlacementPCIAllocationHealingTests.test_heal_partial_allocations",
+    "PlacementPCIAllocationHealingTests.test_heal_partial_allocations_during_resize_change_dev_type",
+    "PlacementPCIAllocationHealingTests.test_heal_partial_allocations_during_resize_downsize",
+    "PlacementPCIInventoryReportingTests.test_device_reconfiguration",
+    "PlacementPCIInventoryReportingTests.test_device_reconfiguration_with_allocations_config_change_stop",
+    "PlacementPCIInventoryReportingTests.test_device_reconfiguration_with_allocations_config_change_warn",
+    "PlacementPCIInventoryReportingTests.test_device_reconfiguration_with_allocations_hyp_change",
+    "PlacementPCIInventoryReportingTests.test_last_vf_devspec_removed_while_allocated",
+    "PlacementPCIInventoryReportingTests.test_neutron_sriov_devs_ignored",
+    "PlacementPCIInventoryReportingTests.test_new_compute_init_with_pci_dev_custom_rc",
+    "PlacementPCIInventoryReportingTests.test_new_compute_init_with_pci_devs",
+    "PlacementPCIInventoryReportingTests.test_non_last_vf_devspec_removed_while_allocated",
+    "PlacementPCIInventoryReportingTests.test_pf_devspec_removed_while_allocated",
+    "PlacementPCIInventoryReportingTests.test_remove_all_vfs",
+    "PlacementPCIInventoryReportingTests.test_remove_all_vfs_add_pf",
+    "PlacementPCIInventoryReportingTests.test_remove_one_vf",
+    "PlacementPCIInventoryReportingTests.test_remove_pci",
+    "PlacementPCIInventoryReportingTests.test_remove_pf_add_vfs",
+    "PlacementPCIInventoryReportingTests.test_reporting_cannot_be_disable_once_it_is_enabled",
+    "PlacementPCIInventoryReportingTests.test_reporting_disabled_nothing_is_reported",
+    "RCAndTraitBasedPCIAliasTests.test_3vfs_asymmetric_split_between_pfs",
+    "RCAndTraitBasedPCIAliasTests.test_device_claim_consistent_with_placement_allocation",
+    "RCAndTraitBasedPCIAliasTests.test_one_time_use_workflow",
+    "RCAndTraitBasedPCIAliasTests.test_otu_configured_late",
+    "RCAndTraitBasedPCIAliasTests.test_vf_with_split_allocation",
+    "SimpleRCAndTraitBasedPCIAliasTests.test_boot_with_custom_rc_and_traits_no_matching_device_1",
+    "SimpleRCAndTraitBasedPCIAliasTests.test_boot_with_custom_rc_and_traits_no_matching_device_2",
+    "SimpleRCAndTraitBasedPCIAliasTests.test_boot_with_custom_rc_and_traits_no_matching_device_3",
+    "SimpleRCAndTraitBasedPCIAliasTests.test_boot_with_custom_rc_and_traits_succeeds",
+]
 FLAT_TREE: dict[str, str] = {
     **{
         f"{NOVA_LIBVIRT}.test_numa_live_migration.{c}.{t}": FORCED_MOVE
@@ -291,6 +333,13 @@ FLAT_TREE: dict[str, str] = {
             "test_numa_live_migration_dest_pinned",
         )
     },
+    **{f"{NOVA_LIBVIRT}.test_pci_in_placement.{t}": PCI_TREE for t in PCI_TREE_TESTS},
+    **{
+        f"{NOVA_LIBVIRT}.test_pci_in_placement.PlacementPCIAllocationHealingTests.{t}": (
+            PCI_NON_NUMA_FLAVOR
+        )
+        for t in ("test_heal_multiple_allocations", "test_heal_single_pci_allocation")
+    },
     **{
         f"{NOVA_LIBVIRT}.test_reshape.{t}": NON_NUMA_FLAVOR
         for t in (
@@ -301,11 +350,19 @@ FLAT_TREE: dict[str, str] = {
     },
 }
 # The classes run with reporting on in CI. NOVA_CLASSES' others, with the reason each is not:
-NOVA_CLASSES_NUMA_REPORTING: list[str] = []
+NOVA_CLASSES_NUMA_REPORTING = ["test_pci_in_placement.PlacementPCIInventoryReportingTests"]
 NOT_RUN_WITH_NUMA_REPORTING: dict[str, str] = {
     **{
         f"test_numa_live_migration.NUMALiveMigration{c}": "every test is in FLAT_TREE"
         for c in ("LegacyTests", "LegacyRollbackTests", "NegativeTests", "PositiveTests")
+    },
+    **{
+        f"test_pci_in_placement.{c}": "every test is in FLAT_TREE"
+        for c in (
+            "PlacementPCIAllocationHealingTests",
+            "RCAndTraitBasedPCIAliasTests",
+            "SimpleRCAndTraitBasedPCIAliasTests",
+        )
     },
     "test_reshape.SevResphapeTests": "every test is in FLAT_TREE",
     "test_reshape.VGPUReshapeTests": "every test is in FLAT_TREE",
@@ -318,7 +375,7 @@ NOT_RUN_WITH_NUMA_REPORTING: dict[str, str] = {
         c: "not yet run with reporting on in this harness (run.py --numa-reporting held for the "
         "first test of a run only before 2026-11-28)"
         for c in NOVA_CLASSES
-        if c.startswith(("test_numa_servers.", "test_pci_in_placement."))
+        if c.startswith("test_numa_servers.")
     },
 }
 
