@@ -33,7 +33,6 @@ from typing import NoReturn
 
 from placement_numa.numa.cpu_spec import CpuOutOfRange, CpuSpecError, parse_cpu_spec
 from placement_numa.numa.extra_specs import (
-    GranularSpec,
     SpecValue,
     cell_specs,
     flavor_and_image,
@@ -53,7 +52,7 @@ from placement_numa.numa.pci_alias import (
 from placement_numa.numa.request import FlavorGroup, NumaOptions, NumaRequest
 from placement_numa.numa.topology_policies import TopologyPolicy
 from placement_numa.numa.topology_policies import policy as topology_policy_named
-from placement_numa.numa.validation import MAX_NUMA_NODES, MAX_VCPUS, check
+from placement_numa.numa.validation import MAX_NUMA_NODES, MAX_VCPUS, CheckedSettings, check
 
 __all__ = ["FlavorSettings", "numa_request", "validate"]  # and the resolvers, one per setting
 
@@ -239,7 +238,7 @@ def devices(
     return found
 
 
-class FlavorSettings:
+class FlavorSettings(CheckedSettings):
     """A flavor (+ image) whose settings are all resolved once, at construction, with the rules
     above: ``numa_nodes``, ``page_size``, ``cpu_policy``, ``thread_policy`` (each ``(value,
     key that set it)``), ``emulator_threads_isolate`` and ``cells(kind)`` (``hw:numa_<kind>.N``
@@ -258,16 +257,8 @@ class FlavorSettings:
     before any of them is read; they resolve to that refusal).
     """
 
-    numa_nodes: tuple[int | None, str | None]
-    page_size: tuple[PageSizeRequest | None, str | None]
-    cpu_policy: tuple[str | None, str | None]
-    thread_policy: tuple[str | None, str | None]
-    emulator_threads_isolate: tuple[bool, str | None]
-    cell_cpu_sets: dict[int, tuple[str, frozenset[int]]]
-    dedicated: frozenset[int] | None
+    # the settings the checks read are declared once, in ``validation.CheckedSettings``
     devices: tuple[DeviceRequest, ...]
-    is_numa: bool
-    unknown_key: str | None
 
     def __init__(
         self,
@@ -284,7 +275,7 @@ class FlavorSettings:
         # the first ``hw:``-namespace key Nova does not register (``numa.known_specs``), or None
         self.unknown_key = unknown_key(flavor.extra_specs)
         self._cells = {kind: _effective(*cell_specs(flavor, image, kind)) for kind in CELL_KINDS}
-        self.granular: dict[str, GranularSpec] = granular_specs(flavor)  # by suffix
+        self.granular = granular_specs(flavor)  # by suffix
         self.resolved: dict[str, object] = {}  # name -> value, or the InvalidFlavor it raises
         for name, resolve in (*_RESOLVERS, ("is_numa", FlavorSettings._is_numa)):
             try:
@@ -302,10 +293,6 @@ class FlavorSettings:
         if isinstance(found, InvalidFlavor):
             raise found
         raise AttributeError(name)
-
-    def cells(self, kind: str) -> dict[int, SpecValue]:
-        """The effective per-cell list ``hw:numa_<kind>.N`` (flavor's, else image's)."""
-        return self._cells[kind]
 
     def _is_numa(self) -> bool:
         """``is_numa`` from the values in its order, short cuts kept (a setting that did not

@@ -13,7 +13,6 @@ The Nova exception each one mirrors is named in its docstring (behaviour of
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
 
 from placement_numa.names import CUSTOM_NAME_RE
 from placement_numa.numa.cpu_spec import format_cpu_set
@@ -34,9 +33,10 @@ __all__ = [
 ]
 
 
-class CheckedSettings(Protocol):
-    """What the checks read: the settings of ``resolve.FlavorSettings`` (resolved once, there),
-    as plain attributes; each ``(value, key that set it)`` where it has a key."""
+class CheckedSettings:
+    """What the checks read, as plain attributes: the settings ``resolve.FlavorSettings`` (a
+    subclass) resolves once, each ``(value, key that set it)`` where it has a key. Declared here
+    so the checks need nothing of the resolution (no import cycle)."""
 
     flavor: Flavor
     image: ImageProperties | None
@@ -50,10 +50,12 @@ class CheckedSettings(Protocol):
     dedicated: frozenset[int] | None
     granular: dict[str, GranularSpec]
     is_numa: bool
+    _cells: dict[str, dict[int, SpecValue]]
 
     def cells(self, kind: str) -> dict[int, SpecValue]:
-        """The effective per-cell list ``hw:numa_<kind>.N`` (``"cpus"`` or ``"mem"``)."""
-        ...
+        """The effective per-cell list ``hw:numa_<kind>.N`` (flavor's, else image's; ``kind``
+        ``"cpus"`` or ``"mem"``)."""
+        return self._cells[kind]
 
 
 Check = Callable[[CheckedSettings], None]
