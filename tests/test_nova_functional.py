@@ -313,7 +313,54 @@ PCI_TREE_TESTS = [
     "SimpleRCAndTraitBasedPCIAliasTests.test_boot_with_custom_rc_and_traits_no_matching_device_3",
     "SimpleRCAndTraitBasedPCIAliasTests.test_boot_with_custom_rc_and_traits_succeeds",
 ]
+SERVER_USAGE = (
+    "asserts the guest's usage on the compute node provider (_run_build_test's expected_usage, "
+    "e.g. {'DISK_GB': 20, 'MEMORY_MB': 2048, 'PCPU': 5} != {'DISK_GB': 20}); with reporting on "
+    "CPUs and memory are the cells'"
+)
+FILTER_REFUSES = (
+    "expects the NUMATopologyFilter to refuse the host (_run_build_test's filter_called_on_error: "
+    "assertTrue(mock_filter.called), Placement's flat query returned it); with reporting on "
+    "placement-numa's NUMA query returns no candidate, so no filter runs"
+)
+SERVER_TESTS = {
+    **dict.fromkeys(
+        (
+            "test_create_server_with_dedicated_policy",
+            "test_create_server_with_dedicated_policy_old_configuration",
+            "test_create_server_with_hugepages",
+            "test_create_server_with_isolate_thread_policy_old_configuration",
+            "test_create_server_with_mixed_policy",
+            "test_create_server_with_mixed_policy_asymmetric_multi_numa",
+            "test_create_server_with_numa_topology",
+            "test_create_server_with_pcpu",
+            "test_resize_dedicated_policy_race_on_dest_bug_1953359",
+        ),
+        SERVER_USAGE,
+    ),
+    **dict.fromkeys(
+        (
+            "test_create_server_with_hugepages_fails",
+            "test_create_server_with_mixed_policy_fails",
+            "test_create_server_with_numa_fails",
+        ),
+        FILTER_REFUSES,
+    ),
+    "test_resize_vcpu_to_pcpu": (
+        "boots a flavor without extra specs (no NUMA topology) on a NUMA host: placement-numa "
+        "keeps it off (!HW_NUMA_ROOT, the spec's rule), NoValidHost; then asserts root usages"
+    ),
+}
 FLAT_TREE: dict[str, str] = {
+    **{
+        f"{NOVA_LIBVIRT}.test_numa_servers.{c}.{t}": r
+        for c in ("NUMAServersTest", "NUMAServerTestWithCountingQuotaFromPlacement")
+        for t, r in SERVER_TESTS.items()
+    },
+    f"{NOVA_LIBVIRT}.test_numa_servers.ReshapeForPCPUsTest.test_vcpu_to_pcpu_reshape": (
+        "asserts the compute node provider's VCPU inventory (compute_inventory['VCPU']['total'] "
+        "== 8); with reporting on VCPU is the cells'"
+    ),
     **{
         f"{NOVA_LIBVIRT}.test_numa_live_migration.{c}.{t}": FORCED_MOVE
         for c in ("NUMALiveMigrationLegacyTests", "NUMALiveMigrationLegacyRollbackTests")
@@ -350,7 +397,13 @@ FLAT_TREE: dict[str, str] = {
     },
 }
 # The classes run with reporting on in CI. NOVA_CLASSES' others, with the reason each is not:
-NOVA_CLASSES_NUMA_REPORTING = ["test_pci_in_placement.PlacementPCIInventoryReportingTests"]
+NOVA_CLASSES_NUMA_REPORTING = [
+    "test_numa_servers.NUMAServersTest",
+    "test_numa_servers.NUMAServerTestWithCountingQuotaFromPlacement",
+    "test_numa_servers.NUMAServersRebuildTests",
+    "test_numa_servers.NUMAServersWithNetworksTest",
+    "test_pci_in_placement.PlacementPCIInventoryReportingTests",
+]
 NOT_RUN_WITH_NUMA_REPORTING: dict[str, str] = {
     **{
         f"test_numa_live_migration.NUMALiveMigration{c}": "every test is in FLAT_TREE"
@@ -371,13 +424,7 @@ NOT_RUN_WITH_NUMA_REPORTING: dict[str, str] = {
         "_run_periodics waits on the test database's reader-writer lock, the hang CI saw with "
         "reporting off), not investigated yet"
     ),
-    **{
-        c: "run by hand with reporting on (27 of 56 fail; the guest's usage read on the compute "
-        "node, the NUMATopologyFilter expected to refuse a host placement-numa never returns, "
-        "non-NUMA flavors, the root's VCPU inventory): not yet listed test by test in FLAT_TREE"
-        for c in NOVA_CLASSES
-        if c.startswith("test_numa_servers.")
-    },
+    "test_numa_servers.ReshapeForPCPUsTest": "every test is in FLAT_TREE",
 }
 
 
