@@ -39,9 +39,13 @@ from tests.backends import in_ci
 ROOT = Path(__file__).resolve().parent.parent
 RUNNER = ROOT / "tests" / "nova_functional" / "run.py"
 # One Nova test's limit (s; at CI's load, ~10, the slowest Nova test seen took ~2 min), and
-# one run's (a class of test_numa_servers takes up to ~13 min of one worker at that load).
+# one run's: test_numa_servers' 13 min of one worker at that load are five classes, the largest a
+# third of it. A run that hangs where OS_TEST_TIMEOUT cannot end it (Nova's test database's
+# reader-writer lock left without its writer, in a test's cleanup: seen in
+# NUMALiveMigrationRollbackTests, with reporting off and on) dumps its stacks and exits after
+# CLASS_TIMEOUT - 60 s, and its retry runs the class again: one hang costs CI ~15 min, not 50.
 TEST_TIMEOUT = 300
-CLASS_TIMEOUT = 1500
+CLASS_TIMEOUT = 900
 # CI-only (a Nova virtualenv, minutes of fake-libvirt runs): `pytest -m ""` runs it.
 pytestmark = pytest.mark.slow
 
@@ -403,6 +407,9 @@ NOVA_CLASSES_NUMA_REPORTING = [
     "test_numa_servers.NUMAServersRebuildTests",
     "test_numa_servers.NUMAServersWithNetworksTest",
     "test_pci_in_placement.PlacementPCIInventoryReportingTests",
+    # hung once with reporting on in a whole-module run (the reader-writer lock above, as with
+    # reporting off); passes alone (4 of 4, 60 s); the class timeout and the retry bound a hang
+    "test_numa_live_migration.NUMALiveMigrationRollbackTests",
 ]
 NOT_RUN_WITH_NUMA_REPORTING: dict[str, str] = {
     **{
@@ -419,11 +426,6 @@ NOT_RUN_WITH_NUMA_REPORTING: dict[str, str] = {
     },
     "test_reshape.SevResphapeTests": "every test is in FLAT_TREE",
     "test_reshape.VGPUReshapeTests": "every test is in FLAT_TREE",
-    "test_numa_live_migration.NUMALiveMigrationRollbackTests": (
-        "hung with reporting on (test_bug_1894095_post_drop: the migration stub's "
-        "_run_periodics waits on the test database's reader-writer lock, the hang CI saw with "
-        "reporting off); alone the class passed once (4 of 4, 60 s): not investigated yet"
-    ),
     "test_numa_servers.ReshapeForPCPUsTest": "every test is in FLAT_TREE",
 }
 
