@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import replace
 from typing import Any, TypeVar
 
 from placement_numa.db.database import Database
@@ -191,8 +190,17 @@ def _cell_index(
 
 def _named(found: list[RankedCandidate], index: CellIndex) -> list[RankedCandidate]:
     """Attach the compute node name (root provider name) to each candidate."""
-    return [
-        replace(r, host=index.host_names.get(r.fleet.providers[r.candidate.anchor].uuid))
+    names = index.host_names.get
+    return [  # built whole: ``dataclasses.replace`` per candidate cost ~10% of a limit=1000
+        RankedCandidate(
+            r.candidate,
+            r.fleet,
+            r.score,
+            r.explain,
+            r.fallback,
+            names(r.fleet.uuids[r.candidate.anchor]),
+            r.devices,
+        )
         for r in found
     ]
 

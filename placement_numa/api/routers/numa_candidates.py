@@ -20,6 +20,9 @@ each PCI device the candidate takes (``pci_passthrough:alias`` with ``[pci] alia
 ``aligned`` is false when one sits off the cells of the guest's CPUs and memory. Errors: 400
 ``placement_numa.flavor.invalid`` naming the offending extra specs, 400 for a malformed body or
 query, 400 ``placement_numa.pci_alias.invalid`` for a bad ``[pci] alias`` line.
+
+The same body at the same ``placement_revision`` is answered from the bytes kept for it
+(``api.ranked_answers``: per process, dropped when the revision moves).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from placement_numa.api.deps import validate
 from placement_numa.api.limits import LimitsDep
 from placement_numa.api.numa_body import searched
 from placement_numa.api.numa_route import NumaRouteDep, numa_post
+from placement_numa.api.ranked_answers import process_answers
 from placement_numa.api.responses import json_bytes_response
 from placement_numa.api.schemas.candidate_pieces import process_fragments
 from placement_numa.api.schemas.numa_candidates import NumaCandidatesBody
@@ -52,8 +56,18 @@ router = APIRouter(tags=["allocation candidates"])
 def post_allocation_candidates(route: NumaRouteDep, limits: LimitsDep) -> Response:
     """Translate the flavor (Nova spec), search with NUMA ranking (width, KEP-3545 distance,
     KEP-2902 spread), answer in the 1.39 shape with a ``numa`` block per candidate."""
+    state = route.request.app.state
+    answers = process_answers(state)
+    key = None
+    if not getattr(getattr(state, "settings", None), "randomize_allocation_candidates", False):
+        key = answers.key(route.version, route.body)
+    revision = route.engine.snapshot().revision
+    if key is not None:
+        kept = answers.get(revision, key)
+        if kept is not None:  # the same body at the same revision (``api.ranked_answers``)
+            return json_bytes_response(kept, route.version, cache=False)
     data = validate(NumaCandidatesBody, route.body)
-    wanted, options = searched(data, route.request.app.state, limits)
+    wanted, options = searched(data, state, limits)
     found = service.candidates_for(
         database=route.database,
         engine=route.engine,
@@ -61,5 +75,7 @@ def post_allocation_candidates(route: NumaRouteDep, limits: LimitsDep) -> Respon
         options=options,
         index_cache=route.index_cache,
     )
-    body = encode_ranked(found, process_fragments(route.request.app.state))
+    body = encode_ranked(found, process_fragments(state))
+    if key is not None and found and found[0].fleet.revision == revision:
+        answers.put(revision, key, body)
     return json_bytes_response(body, route.version, cache=False)
