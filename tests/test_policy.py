@@ -8,11 +8,14 @@ answer is neither 401 nor 403 (the resources do not exist, so 400/404 are expect
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi import FastAPI
@@ -242,3 +245,39 @@ def test_noauth2_x_project_id_names_the_project(clients: dict[str, TestClient]) 
     }
     response = clients["new"].get("/usages", params={"project_id": PROJECT}, headers=headers)
     assert response.status_code == 200
+
+
+def test_decisions_are_kept_one_second_and_a_changed_file_is_seen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``api.policy._Decisions``: the same caller, rule and target reuse oslo.policy's
+    decision; a policy file rewritten on disk is seen once ``DECISION_TTL_S`` has passed,
+    and another caller (other roles, other project) is decided anew."""
+    from placement_numa.api import policy as policy_module
+
+    policy_file = tmp_path / "policy.yaml"
+    policy_file.write_text('"placement:resource_providers:list": "@"\n')
+    app = _app(tmp_path, f"[oslo_policy]\npolicy_file = {policy_file}\n")
+    asked: list[str] = []
+    original = policy_module.policy.Enforcer.authorize
+
+    def counted(self: Any, rule: str, *args: Any, **kwargs: Any) -> Any:
+        asked.append(rule)
+        return original(self, rule, *args, **kwargs)
+
+    monkeypatch.setattr(policy_module.policy.Enforcer, "authorize", counted)
+    reader = {"openstack-api-version": "placement latest", **(IDENTITIES["reader"] or {})}
+    other = {**reader, "x-auth-token": f"carol:{OTHER_PROJECT}"}
+    with TestClient(app, raise_server_exceptions=False) as client:
+        assert client.get("/resource_providers", headers=reader).status_code == 200
+        assert client.get("/resource_providers", headers=reader).status_code == 200
+        assert len(asked) == 1
+        assert client.get("/resource_providers", headers=other).status_code == 200
+        assert len(asked) == 2
+        policy_file.write_text('"placement:resource_providers:list": "!"\n')
+        os.utime(policy_file, (time.time() + 5, time.time() + 5))  # a newer mtime, surely
+        time.sleep(policy_module.DECISION_TTL_S + 0.1)
+        assert client.get("/resource_providers", headers=reader).status_code == 403
+        assert client.get("/resource_providers", headers=reader).status_code == 403
+        assert len(asked) == 3
+    app.state.database.dispose()

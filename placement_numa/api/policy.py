@@ -16,6 +16,9 @@ is applied first, so a request below it still gets Placement's 404.
 
 from __future__ import annotations
 
+import threading
+import time
+import weakref
 from typing import Any
 
 from fastapi import Request
@@ -68,11 +71,90 @@ def authorize(
     enforcer: policy.Enforcer, context: RequestContext, rule: str, target: dict[str, Any]
 ) -> None:
     """Check ``rule`` for ``context`` on ``target``. Raises ``Forbidden`` (403) when refused,
-    including a token whose scope the rule does not accept (``enforce_scope``)."""
-    try:
-        enforcer.authorize(rule, target, context, do_raise=True, exc=_PolicyRefused)
-    except (_PolicyRefused, policy.InvalidScope):
-        raise Forbidden(f"Policy does not allow {rule} to be performed.") from None
+    including a token whose scope the rule does not accept (``enforce_scope``).
+
+    Decisions are kept per enforcer for ``DECISION_TTL_S`` (``_Decisions``): a policy file
+    changed on disk is seen within that time instead of at the next request."""
+    decisions = _decisions_of(enforcer)
+    key = decisions.key(context, rule, target)
+    allowed = decisions.get(key)
+    if allowed is None:
+        try:
+            enforcer.authorize(rule, target, context, do_raise=True, exc=_PolicyRefused)
+            allowed = True
+        except (_PolicyRefused, policy.InvalidScope):
+            allowed = False
+        decisions.put(key, allowed)
+    if not allowed:
+        raise Forbidden(f"Policy does not allow {rule} to be performed.")
+
+
+DECISION_TTL_S = 1.0
+DECISION_MAX = 4096
+
+
+def _frozen(value: Any) -> Any:
+    """``value`` (a policy value: str, bool, None, list of roles, dict) as a hashable."""
+    if isinstance(value, list | tuple):
+        return tuple(_frozen(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+    hash(value)  # TypeError: not kept
+    return value
+
+
+class _Decisions:
+    """oslo.policy's decisions of one enforcer by (rule, target, the caller's policy values),
+    all dropped every ``DECISION_TTL_S`` seconds (or at ``DECISION_MAX`` entries).
+
+    oslo.policy looks the policy file up and checks its modification time, and inspects each
+    check's signature, on every call: about a tenth of a scheduler's ``GET
+    /allocation_candidates`` plus its claim (issue 30, py-spy of a served worker). A decision
+    depends only on the rules, the target and the caller's values, so within a second it is
+    reused; the first check after a second goes through oslo.policy again, which re-reads a
+    changed file as it always did. ``http:`` checks (a remote service deciding) are reused
+    within that second too."""
+
+    def __init__(self) -> None:
+        self._kept: dict[Any, bool] = {}
+        self._since = time.monotonic()
+
+    @staticmethod
+    def key(context: RequestContext, rule: str, target: dict[str, Any]) -> Any:
+        """The decision's key, or ``None`` when a value cannot be hashed (not kept)."""
+        try:
+            return rule, _frozen(target), _frozen(dict(context.to_policy_values()))
+        except TypeError:
+            return None
+
+    def get(self, key: Any) -> bool | None:
+        """The kept decision for ``key`` (``None``: ask oslo.policy)."""
+        if key is None:
+            return None
+        now = time.monotonic()
+        if now - self._since > DECISION_TTL_S or len(self._kept) >= DECISION_MAX:
+            self._kept = {}  # a new dict: readers in other threads keep a consistent one
+            self._since = now
+        return self._kept.get(key)
+
+    def put(self, key: Any, allowed: bool) -> None:
+        """Keep ``allowed`` for ``key`` (nothing for ``None``)."""
+        if key is not None:
+            self._kept[key] = allowed
+
+
+_DECISIONS: weakref.WeakKeyDictionary[policy.Enforcer, _Decisions] = weakref.WeakKeyDictionary()
+_DECISIONS_LOCK = threading.Lock()
+
+
+def _decisions_of(enforcer: policy.Enforcer) -> _Decisions:
+    """The kept decisions of ``enforcer`` (a reloaded configuration makes a new enforcer,
+    whose decisions start empty)."""
+    found = _DECISIONS.get(enforcer)
+    if found is None:
+        with _DECISIONS_LOCK:
+            found = _DECISIONS.setdefault(enforcer, _Decisions())
+    return found
 
 
 def _target(request: Request, rule: str, context: RequestContext) -> dict[str, Any]:
