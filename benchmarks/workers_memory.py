@@ -31,6 +31,7 @@ import argparse
 import contextlib
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -136,14 +137,31 @@ def phase(name: str, supervisor: int, wall: float, cpu: float) -> None:
 
 def load(base: str, count: int, posts: int) -> tuple[int, int]:
     """``count`` scheduler boots (query at ``limit=1000``, claim) and ``posts`` NUMA flavor
-    queries, over fresh connections (so every worker takes a share); ``(claims, posts ok)``."""
+    queries, over fresh connections (so every worker takes a share); ``(claims, posts ok)``.
+
+    Prints the p50 and p95 wall ms of the boots' ``GET`` (each a flavor size drawn afresh and,
+    after the first, asked right after the previous boot's claim: issue 30's "first-time" and
+    "right after a claim" cases at once) and of their claims (``PUT /allocations``)."""
     claimed = done = 0
+    gets: list[float] = []
+    puts: list[float] = []
     for n, (_, query) in enumerate(boots(count, seed=30)):
         with httpx.Client(base_url=base, headers=HEADERS, timeout=600) as client:
-            claimed += boot(client, query, "1000")[2]
+            get_ms, put_ms, ok = boot(client, query, "1000")
+            gets.append(get_ms)
+            if ok:
+                puts.append(put_ms)
+            claimed += ok
             if n < posts:
                 answer = client.post("/allocation_candidates", json=FLAVOR)
                 done += answer.status_code == 200
+    for name, timed in (("GET limit=1000 (first-time, after a claim)", gets), ("PUT", puts)):
+        if timed:
+            ordered = sorted(timed)
+            print(
+                f"{name}: p50 {statistics.median(ordered):.1f} ms,"
+                f" p95 {ordered[int(0.95 * (len(ordered) - 1))]:.1f} ms over {len(ordered)}"
+            )
     return claimed, done
 
 
