@@ -30,8 +30,9 @@ def cell_index_for_state(state: Any) -> CellIndexCache:
     return cache
 
 
-def get_cell_index(request: Request) -> CellIndexCache:
-    """The app's cell index cache (see the module docstring)."""
+async def get_cell_index(request: Request) -> CellIndexCache:
+    """The app's cell index cache (see the module docstring; ``async``: it reads nothing, so
+    no thread-pool round trip)."""
     return cell_index_for_state(request.app.state)
 
 

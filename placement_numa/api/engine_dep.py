@@ -73,4 +73,10 @@ def engine_for_state(state: Any) -> CandidateEngine:
     return engine
 
 
-EngineDep = Annotated[CandidateEngine, Depends(get_candidate_engine)]
+async def _engine_dependency(request: Request) -> CandidateEngine:
+    """``get_candidate_engine`` as a dependency (``async``: creating the engine reads nothing,
+    so no thread-pool round trip; its snapshot is read by the route, in the pool)."""
+    return engine_for_state(request.app.state)
+
+
+EngineDep = Annotated[CandidateEngine, Depends(_engine_dependency)]

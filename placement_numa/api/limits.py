@@ -72,7 +72,12 @@ def get_limits(request: Request) -> RequestLimits:
     return limits
 
 
-LimitsDep = Annotated[RequestLimits, Depends(get_limits)]
+async def _limits_dependency(request: Request) -> RequestLimits:
+    """``get_limits`` as a dependency (``async``: no I/O, so no thread-pool round trip)."""
+    return get_limits(request)
+
+
+LimitsDep = Annotated[RequestLimits, Depends(_limits_dependency)]
 
 
 def check_resource_classes(count: int, limits: RequestLimits, where: str) -> None:
