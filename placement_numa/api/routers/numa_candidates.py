@@ -57,6 +57,8 @@ def post_allocation_candidates(route: NumaRouteDep, limits: LimitsDep) -> Respon
     """Translate the flavor (Nova spec), search with NUMA ranking (width, KEP-3545 distance,
     KEP-2902 spread), answer in the 1.39 shape with a ``numa`` block per candidate."""
     state = route.request.app.state
+    data = validate(NumaCandidatesBody, route.body)  # 400s first, as before any read
+    wanted, options = searched(data, state, limits)
     answers = process_answers(state)
     key = None
     if not getattr(getattr(state, "settings", None), "randomize_allocation_candidates", False):
@@ -66,8 +68,6 @@ def post_allocation_candidates(route: NumaRouteDep, limits: LimitsDep) -> Respon
         kept = answers.get(revision, key)
         if kept is not None:  # the same body at the same revision (``api.ranked_answers``)
             return json_bytes_response(kept, route.version, cache=False)
-    data = validate(NumaCandidatesBody, route.body)
-    wanted, options = searched(data, state, limits)
     found = service.candidates_for(
         database=route.database,
         engine=route.engine,
