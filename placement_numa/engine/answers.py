@@ -4,7 +4,8 @@ A root's answer to a query depends only on its tree's profile (``FleetSnapshot.s
 plus the room codes of its members, or ``root_profiles``): ``memo_of`` keeps answers per
 (query, profile) in member positions in ``FleetSnapshot.answer_memo``, valid in every snapshot
 sharing the profile tables (patched from one full build). ``room_codes`` tells which rooms
-admit the same sums of a query's amounts, once per snapshot; ``per_snapshot`` holds what is
+admit the same sums of a query's amounts, once per snapshot, coded a block of providers at a
+time as searches read them (``RoomCodes``); ``per_snapshot`` holds what is
 valid for one snapshot only (the codes, each root's replayed candidates).
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Iterable
 from typing import Any
 
 import numpy
@@ -27,6 +29,8 @@ __all__ = [
     "query_key",
     "room_code_array",
     "room_codes",
+    "lazy_room_codes",
+    "RoomCodes",
 ]
 
 # room codes are given up for a class whose amounts add up in more ways than this
@@ -116,9 +120,9 @@ def room_codes(plan: QueryPlan) -> list[int] | None:
     search, so trees of one shape (``FleetSnapshot.shape_profiles``) whose members have the
     same codes have the same answer up to renaming (the snapshot's room columns, vectorised).
     ``None`` when some class's amounts add up in more than ``MAX_SUMS`` ways. A new list each
-    call, O(providers): the search reads ``room_code_array``.
+    call, O(providers): the search reads ``lazy_room_codes``.
     """
-    found = _codes(plan)
+    found = room_code_array(plan)
     return None if found is None else found.tolist()
 
 
@@ -133,26 +137,32 @@ def amounts_key(plan: QueryPlan) -> tuple[tuple[str, tuple[int, ...]], ...]:
 
 def room_code_array(plan: QueryPlan) -> Any:
     """``room_codes`` as an int64 numpy array (or ``None``), kept per snapshot and amounts."""
-    return _codes(plan)
+    found = lazy_room_codes(plan)
+    return None if found is None else found.whole(plan.fleet)
 
 
-def _codes(plan: QueryPlan) -> Any:
-    """``room_codes`` as an int64 array (``None``: no codes), once per snapshot and amounts:
-    derived from the codes of the snapshot this one was patched from when the lineage kept
-    them (only the providers of the replaced trees coded again), else computed for every
-    provider."""
+def lazy_room_codes(plan: QueryPlan) -> RoomCodes | None:
+    """``plan``'s room codes as a ``RoomCodes`` (``None``: no codes, some class's amounts add
+    up in more than ``MAX_SUMS`` ways), once per snapshot and amounts, coded a block of
+    providers at a time as searches read them: derived from the codes of the snapshot this one
+    was patched from when the lineage kept them (the blocks coded there are copied, those of
+    the replaced and new providers coded again)."""
     key = amounts_key(plan)
     fleet = plan.fleet
     kept = per_snapshot(fleet, "codes")
     if key in kept:
-        return kept[key]
-    amounts = {rc: list(a) for rc, a in key}
+        found: RoomCodes | None = kept[key]
+        return found
+    levels = _levels({rc: list(a) for rc, a in key})
+    if levels is None:
+        kept[key] = None
+        return None
     lineage: dict[object, Any] = fleet.derived.setdefault("room-codes", {})
     base = lineage.get(key)
-    if base is not None and base[0] == fleet.patched_from and base[1] is not None:
-        found = _patched_codes(fleet, amounts, base[1])
+    if base is not None and base[0] == fleet.patched_from:
+        found = base[1].patched(fleet)
     else:
-        found = _room_codes(fleet, amounts)
+        found = RoomCodes(levels, len(fleet.providers))
     kept[key] = found
     with _LOCK:
         lineage.pop(key, None)
@@ -162,27 +172,81 @@ def _codes(plan: QueryPlan) -> Any:
     return found
 
 
-def _patched_codes(fleet: FleetSnapshot, amounts: dict[str, list[int]], array: Any) -> Any:
-    """The codes of ``fleet`` from ``array``, those of the snapshot it was patched from: the
-    replaced and the new providers coded again."""
-    size = len(fleet.providers)
-    changed = sorted(
-        {i for i in fleet.replaced_providers if i < size} | set(range(len(array), size))
-    )
-    codes = numpy.zeros(size, dtype=numpy.int64)
-    codes[: min(size, len(array))] = array[:size]
-    fresh = _room_codes(fleet, amounts, numpy.array(changed, dtype=numpy.int64))
-    if fresh is None:
-        return None
-    codes[changed] = fresh
-    return codes
+# providers coded at a time by ``RoomCodes`` (a block is 2**BLOCK_BITS provider indices)
+BLOCK_BITS = 13
 
 
-def _room_codes(fleet: FleetSnapshot, amounts: dict[str, list[int]], indices: Any = None) -> Any:
-    """``room_codes`` computed as an int64 array (see there), of the providers ``indices`` (an
-    int64 array; ``None``: every provider)."""
-    size = len(fleet.providers) if indices is None else len(indices)
-    codes = numpy.zeros(size, dtype=numpy.int64)
+class RoomCodes:
+    """The room codes of one snapshot for one query's amounts (``room_codes``), coded a block
+    of ``2**BLOCK_BITS`` provider indices at a time, when a search first reads a provider of
+    the block: a search that stops after a few thousand roots (a ``limit``, an unranked query)
+    codes those, not the 700,000 providers of a 100,000-host fleet (issue 30).
+
+    ``of(fleet, members)``: the codes of some providers; ``whole(fleet)``: every provider's,
+    an int64 array (what a ranked search that bounds every root reads). Holds no reference to
+    the snapshot (it is kept in the snapshot's own tables); the caller passes the snapshot it
+    was made for. Two threads may code one block at once: both write the same values."""
+
+    __slots__ = ("levels", "array", "done", "complete")
+
+    def __init__(self, levels: list[tuple[str, list[int]]], size: int) -> None:
+        self.levels = levels  # per class (sorted): the sums its amounts add up to, ascending
+        # uninitialised: a block is read only once coded (and only its pages are touched)
+        self.array = numpy.empty(size, dtype=numpy.int64)
+        self.done = bytearray((size >> BLOCK_BITS) + 1)  # per block: coded
+        self.complete = False
+
+    def of(self, fleet: FleetSnapshot, members: list[int]) -> tuple[int, ...]:
+        """The codes of the providers ``members`` (indices of ``fleet``), in order."""
+        if not self.complete:
+            done = self.done
+            low, high = min(members) >> BLOCK_BITS, max(members) >> BLOCK_BITS
+            if not done[low] or not done[high]:
+                self._code(fleet, {low, high})
+            if high - low > 1:  # a tree spread over blocks (patched trees get new indices)
+                self._code(fleet, {m >> BLOCK_BITS for m in members})
+        return tuple(self.array.take(members).tolist())
+
+    def whole(self, fleet: FleetSnapshot) -> Any:
+        """Every provider's code (int64 array per provider index of ``fleet``)."""
+        if not self.complete:
+            self._code(fleet, range(len(self.done)))
+            self.complete = True
+        return self.array
+
+    def patched(self, fleet: FleetSnapshot) -> RoomCodes:
+        """The codes of ``fleet``, a snapshot patched from this one's: the coded blocks copied,
+        except those holding providers the patch replaced or added."""
+        size = len(fleet.providers)
+        fresh = RoomCodes(self.levels, size)
+        done = bytes(self.done)  # read before the array: a block marked done is written
+        count = min(size, len(self.array))
+        fresh.array[:count] = self.array[:count]
+        fresh.done[: min(len(done), len(fresh.done))] = done[: len(fresh.done)]
+        for index in fleet.replaced_providers:
+            if index < size:
+                fresh.done[index >> BLOCK_BITS] = 0
+        for block in range(count >> BLOCK_BITS, len(fresh.done)):
+            fresh.done[block] = 0
+        return fresh
+
+    def _code(self, fleet: FleetSnapshot, blocks: Iterable[int]) -> None:
+        """Code the blocks ``blocks`` not coded yet."""
+        size = len(self.array)
+        for block in blocks:
+            if self.done[block]:
+                continue
+            start = block << BLOCK_BITS
+            end = min(size, start + (1 << BLOCK_BITS))
+            if start < end:
+                self.array[start:end] = _coded(fleet, self.levels, slice(start, end))
+            self.done[block] = 1
+
+
+def _levels(amounts: dict[str, list[int]]) -> list[tuple[str, list[int]]] | None:
+    """Per class (sorted), the positive sums of its amounts, ascending; ``None`` when some
+    class's amounts add up in more than ``MAX_SUMS`` ways or the codes would pass 2**40."""
+    found = []
     span = 1
     for rc in sorted(amounts):
         sums = {0}
@@ -190,16 +254,31 @@ def _room_codes(fleet: FleetSnapshot, amounts: dict[str, list[int]], indices: An
             sums |= {s + amount for s in sums}
             if len(sums) > MAX_SUMS:
                 return None
-        levels = numpy.array(sorted(sums - {0}), dtype=numpy.int64)
+        levels = sorted(sums - {0})
         span *= len(levels) + 1
         if span > 2**40:
             return None
-        column = fleet.room_column(rc)
-        rooms = column if indices is None else column[indices]
-        codes *= len(levels) + 1
-        if len(levels) <= FEW_LEVELS:  # levels at or under each room, one compare per level
-            for level in levels.tolist():
+        found.append((rc, levels))
+    return found
+
+
+def _coded(fleet: FleetSnapshot, levels: list[tuple[str, list[int]]], indices: Any) -> Any:
+    """The codes of the providers ``indices`` (a slice or an int64 array of provider
+    indices) as an int64 array: per class, how many of its sums the room admits, the classes
+    as digits of one number."""
+    codes: Any = None
+    for rc, sums in levels:
+        rooms = fleet.room_column(rc)[indices]
+        if codes is None:
+            codes = numpy.zeros(len(rooms), dtype=numpy.int64)
+        else:
+            codes *= len(sums) + 1
+        if len(sums) <= FEW_LEVELS:  # sums at or under each room, one compare per level
+            for level in sums:
                 codes += rooms >= level
         else:
-            codes += numpy.searchsorted(levels, rooms, side="right")
+            codes += numpy.searchsorted(numpy.array(sums, dtype=numpy.int64), rooms, side="right")
+    if codes is None:  # a query of no amounts: one code for every provider
+        count = indices.stop - indices.start if isinstance(indices, slice) else len(indices)
+        return numpy.zeros(count, dtype=numpy.int64)
     return codes

@@ -49,7 +49,7 @@ def bounded_roots(
     codes = None
     if classes_of is not None and searcher.by_profile and searcher.codes is not None:
         ranker_classes = classes_of(fleet)
-        codes = searcher.codes
+        codes = searcher.codes.whole(fleet)
     if ranker_classes is None or codes is None:
         return _one_by_one(searcher, roots, bound, first)
     listed = numpy.fromiter(roots, dtype=numpy.int64)

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from placement_numa.engine.answers import lazy_room_codes as room_codes  # coded as read
 from placement_numa.engine.answers import memo_of, per_snapshot, query_key
-from placement_numa.engine.answers import room_code_array as room_codes  # the int64 array form
 from placement_numa.engine.candidates import Candidate, TemplateEntry
 from placement_numa.engine.fleet import FleetSnapshot
 from placement_numa.engine.options import slot_options
@@ -51,7 +51,7 @@ class RootSearch:
                     names |= any_of
         self.trait_names = frozenset(names)
         self.by_profile = all(t is None for t in plan.in_tree_root)
-        # room codes per provider index (int64 array; ``answers.room_code_array``)
+        # room codes per provider index (``answers.RoomCodes``: coded as roots are read)
         self.codes: Any = room_codes(plan) if self.by_profile else None
         # per profile: one entry per ordering class / every ordering (orderings=True
         # replays); kept across searches (``memo_of``) when profiles are content keys
@@ -168,7 +168,7 @@ class RootSearch:
         codes = self.codes
         if codes is None:
             return fleet.root_profiles[root]
-        return (fleet.shape_profiles[root], tuple(codes.take(fleet.tree[root]).tolist()))
+        return (fleet.shape_profiles[root], codes.of(fleet, fleet.tree[root]))
 
     def bases(self, root: int) -> Iterator[Candidate]:
         """Candidates anchored at ``root`` with interchangeable units in non-decreasing order
