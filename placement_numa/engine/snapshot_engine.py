@@ -258,6 +258,10 @@ class _Stream:
         """``(key, candidate)`` of one root in rank order (ties: search order); at most
         ``need`` ranked classes kept (all when the root may share candidates)."""
         fleet = self.fleet
+        known = self.replayed_bases(root)
+        if known is not None:  # a look-alike tree's answer: ranked in one pass, no generators
+            yield from self.ranked_known(known, rank, need)
+            return
         keyed: Iterator[tuple[Any, float, Candidate]] = (
             (rank(c, fleet), n, c) for n, c in enumerate(self.bases(root))
         )
@@ -274,6 +278,45 @@ class _Stream:
         for key, _, base in ranked:
             for candidate in self.unique(root, self.every(base)):
                 yield key, candidate
+
+    def replayed_bases(self, root: int) -> list[Candidate] | None:
+        """``bases(root)`` at once when the root is answered by replay and nothing but
+        ``accept`` filters it (no nested exclusion, no sharing, no random order, one candidate
+        per ordering class): counted and filtered as ``bases`` does, else ``None``."""
+        if (
+            self.exclude_nested
+            or self.orderings
+            or self.engine.randomize
+            or root in self.fleet.roots_with_sharing
+        ):
+            return None
+        known = self.searcher.replayed(root, orderings=False)
+        if known is None:
+            return None
+        counter = self.counter
+        counter.roots += 1
+        taken = counter.take_many(len(known))
+        if taken < len(known):
+            known = known[:taken]
+        accept = self.accept
+        return known if accept is None else [c for c in known if accept(c)]
+
+    def ranked_known(
+        self, known: list[Candidate], rank: RankFn, need: int | None
+    ) -> Iterator[tuple[Any, Candidate]]:
+        """``ranked_root`` of a root whose bases are ``known`` (``replayed_bases``): ``(key,
+        candidate)`` in rank order, ties in search order, at most ``need``."""
+        fleet = self.fleet
+        if len(known) == 1 and need != 0:
+            yield rank(known[0], fleet), known[0]
+            return
+        keyed = [(rank(c, fleet), n, c) for n, c in enumerate(known)]
+        if need is not None and len(keyed) > need:
+            keyed = heapq.nsmallest(need, keyed, key=_first_two)
+        else:
+            keyed.sort(key=_first_two)
+        for key, _, candidate in keyed:
+            yield key, candidate
 
 
 def _first_two(item: tuple[Any, float, Candidate]) -> tuple[Any, float]:

@@ -18,10 +18,12 @@ does not carry this rule; its answer may hold candidates the POST leaves out.
 
 from __future__ import annotations
 
-from placement_numa.engine.candidates import Candidate
+from collections.abc import Callable
+
+from placement_numa.engine.candidates import Candidate, TemplateEntry
 from placement_numa.engine.fleet import FleetSnapshot
 
-__all__ = ["fits_without_overcommit"]
+__all__ = ["fits_without_overcommit", "memory_check"]
 
 
 def fits_without_overcommit(candidate: Candidate, fleet: FleetSnapshot) -> bool:
@@ -38,3 +40,34 @@ def fits_without_overcommit(candidate: Candidate, fleet: FleetSnapshot) -> bool:
         if inventory.used + amount > inventory.total - inventory.reserved:
             return False
     return True
+
+
+def memory_check(fleet: FleetSnapshot) -> Callable[[Candidate], bool]:
+    """``fits_without_overcommit`` on ``fleet`` as one search's ``accept`` check: for a
+    candidate replayed from a look-alike tree's answer (``Candidate.entry`` over
+    ``Candidate.members``), the ``MEMORY_MB`` amounts of its template entry are summed per
+    position once per search, and only those providers are looked at (no allocation tuples
+    built); other candidates are checked by ``fits_without_overcommit``."""
+    providers = fleet.providers
+    summed: dict[int, tuple[TemplateEntry, tuple[tuple[int, int], ...]]] = {}
+
+    def check(candidate: Candidate) -> bool:
+        entry, members = candidate.entry, candidate.members
+        if entry is None or members is None:
+            return fits_without_overcommit(candidate, fleet)
+        found = summed.get(id(entry))
+        if found is None or found[0] is not entry:
+            taken: dict[int, int] = {}
+            for position, resource_class, amount in entry.allocations:
+                if resource_class == "MEMORY_MB":
+                    taken[position] = taken.get(position, 0) + amount
+            found = summed[id(entry)] = (entry, tuple(taken.items()))
+        for position, amount in found[1]:
+            inventory = providers[members[position]].inventories.get("MEMORY_MB")
+            if inventory is None or inventory.allocation_ratio <= 1.0:
+                continue
+            if inventory.used + amount > inventory.total - inventory.reserved:
+                return False
+        return True
+
+    return check

@@ -31,7 +31,7 @@ from placement_numa.engine.fleet import FleetSnapshot
 from placement_numa.engine.protocol import RootBoundView
 from placement_numa.numa.device_affinity import device_accept
 from placement_numa.numa.engine_rank import NumaRanker
-from placement_numa.numa.memory_rule import fits_without_overcommit
+from placement_numa.numa.memory_rule import memory_check
 from placement_numa.numa.ranking import NumaScore
 from placement_numa.numa.translate import NumaQuery
 
@@ -130,7 +130,7 @@ def numa_hooks(numa: NumaQuery, fleet: FleetSnapshot, ranker: NumaRanker) -> Num
         checks.append(lambda candidate: anchors_distinct(candidate, anchors))
     topology = numa.topology
     if topology is not None and topology.memory_not_overcommitted:
-        checks.append(lambda candidate: fits_without_overcommit(candidate, fleet))
+        checks.append(memory_check(fleet))
     devices = device_accept(numa, fleet, ranker.index) if numa.devices else None
     if devices is not None:
         checks.append(devices)
