@@ -63,6 +63,7 @@ def bounded_roots(
     engine_classes = kept.get(key)
     if engine_classes is None:
         engine_classes = kept[key] = profile_classes(fleet, codes)
+    searcher.use_profile_classes(engine_classes)
     theirs = ranker_classes[listed]
     if len(listed) == 0 or int(theirs.min()) < 0:
         return _one_by_one(searcher, listed.tolist(), bound, first, orders.tolist())

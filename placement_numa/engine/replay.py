@@ -67,6 +67,9 @@ class RootSearch:
                 per_snapshot(plan.fleet, ("roots", False, key)),
             )
         self.bound_cache: dict[object, object] = {}  # see RootView.cache
+        # per provider index, the root's look-alike class (``use_profile_classes``)
+        self.profile_classes: Any = None
+        self.class_profiles: dict[int, object] = {}
         self.slot_keys = [
             (
                 slot.suffixed,
@@ -168,7 +171,24 @@ class RootSearch:
         codes = self.codes
         if codes is None:
             return fleet.root_profiles[root]
-        return (fleet.shape_profiles[root], codes.of(fleet, fleet.tree[root]))
+        classes = self.profile_classes
+        if classes is None:
+            return (fleet.shape_profiles[root], codes.of(fleet, fleet.tree[root]))
+        number = int(classes[root])
+        found = self.class_profiles.get(number)
+        if found is None:
+            found = (fleet.shape_profiles[root], codes.of(fleet, fleet.tree[root]))
+            self.class_profiles[number] = found
+        return found
+
+    def use_profile_classes(self, classes: Any) -> None:
+        """Read profiles per class of look-alike roots from now on: ``classes`` is
+        ``root_classes.profile_classes`` of this plan's snapshot and room codes (equal exactly
+        for roots of one shape whose members have the same codes), so the profile of one root
+        of a class is every root's of that class (a ranked search that bounds every root has
+        the classes: one dict look-up per root instead of gathering its members' codes)."""
+        self.profile_classes = classes
+        self.class_profiles = {}
 
     def bases(self, root: int) -> Iterator[Candidate]:
         """Candidates anchored at ``root`` with interchangeable units in non-decreasing order
