@@ -66,15 +66,9 @@ def check_lineage(data: st.DataObject, current: FleetSnapshot) -> None:
     partial(data, current, fresh)
     for revision in range(2, 2 + data.draw(st.integers(1, 4))):
         new_state = data.draw(edits(state, current.max_id))
-        roots = touched_roots(state, new_state)
-        replaced = [pid for pid in new_state if root_of(new_state, pid) in roots]
-        patched = replace_trees(
-            current,
-            revision,
-            sorted(roots),
-            *rows(new_state, replaced),
-            owned=data.draw(st.booleans()),
-        )
+        roots = sorted(touched_roots(state, new_state))
+        args = rows(new_state, [p for p in new_state if root_of(new_state, p) in roots])
+        patched = replace_trees(current, revision, roots, *args, owned=data.draw(st.booleans()))
         assert patched is not None
         fresh = FleetSnapshot.build(revision, *rows(new_state, list(new_state)))
         partial(data, patched, fresh)
