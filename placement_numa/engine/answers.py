@@ -239,7 +239,7 @@ class RoomCodes:
             start = block << BLOCK_BITS
             end = min(size, start + (1 << BLOCK_BITS))
             if start < end:
-                self.array[start:end] = _coded(fleet, self.levels, slice(start, end))
+                self.array[start:end] = _coded(fleet, self.levels, start, end)
             self.done[block] = 1
 
 
@@ -262,23 +262,17 @@ def _levels(amounts: dict[str, list[int]]) -> list[tuple[str, list[int]]] | None
     return found
 
 
-def _coded(fleet: FleetSnapshot, levels: list[tuple[str, list[int]]], indices: Any) -> Any:
-    """The codes of the providers ``indices`` (a slice or an int64 array of provider
-    indices) as an int64 array: per class, how many of its sums the room admits, the classes
-    as digits of one number."""
-    codes: Any = None
+def _coded(fleet: FleetSnapshot, levels: list[tuple[str, list[int]]], start: int, end: int) -> Any:
+    """The codes of the providers ``start`` to ``end`` (indices, ``end`` excluded) as an int64
+    array: per class, how many of its sums the room admits, the classes as digits of one
+    number (all zeros for a query of no amounts)."""
+    codes = numpy.zeros(end - start, dtype=numpy.int64)
     for rc, sums in levels:
-        rooms = fleet.room_column(rc)[indices]
-        if codes is None:
-            codes = numpy.zeros(len(rooms), dtype=numpy.int64)
-        else:
-            codes *= len(sums) + 1
+        rooms = fleet.room_column(rc)[start:end]
+        codes *= len(sums) + 1
         if len(sums) <= FEW_LEVELS:  # sums at or under each room, one compare per level
             for level in sums:
                 codes += rooms >= level
         else:
             codes += numpy.searchsorted(numpy.array(sums, dtype=numpy.int64), rooms, side="right")
-    if codes is None:  # a query of no amounts: one code for every provider
-        count = indices.stop - indices.start if isinstance(indices, slice) else len(indices)
-        return numpy.zeros(count, dtype=numpy.int64)
     return codes

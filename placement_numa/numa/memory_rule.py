@@ -18,7 +18,7 @@ does not carry this rule; its answer may hold candidates the POST leaves out.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from placement_numa.engine.candidates import Candidate, TemplateEntry
 from placement_numa.engine.fleet import FleetSnapshot
@@ -29,17 +29,8 @@ __all__ = ["fits_without_overcommit", "memory_check"]
 def fits_without_overcommit(candidate: Candidate, fleet: FleetSnapshot) -> bool:
     """Whether every ``MEMORY_MB`` amount of ``candidate`` fits its provider at ratio 1.0
     (``used + amount <= total - reserved``; amounts summed per provider)."""
-    taken: dict[int, int] = {}
-    for provider, resource_class, amount in candidate.allocations:
-        if resource_class == "MEMORY_MB":
-            taken[provider] = taken.get(provider, 0) + amount
-    for provider, amount in taken.items():
-        inventory = fleet.providers[provider].inventories.get("MEMORY_MB")
-        if inventory is None or inventory.allocation_ratio <= 1.0:
-            continue
-        if inventory.used + amount > inventory.total - inventory.reserved:
-            return False
-    return True
+    taken = _memory_taken(candidate.allocations)
+    return _fits(fleet, taken)
 
 
 def memory_check(fleet: FleetSnapshot) -> Callable[[Candidate], bool]:
@@ -48,7 +39,6 @@ def memory_check(fleet: FleetSnapshot) -> Callable[[Candidate], bool]:
     ``Candidate.members``), the ``MEMORY_MB`` amounts of its template entry are summed per
     position once per search, and only those providers are looked at (no allocation tuples
     built); other candidates are checked by ``fits_without_overcommit``."""
-    providers = fleet.providers
     summed: dict[int, tuple[TemplateEntry, tuple[tuple[int, int], ...]]] = {}
 
     def check(candidate: Candidate) -> bool:
@@ -57,17 +47,30 @@ def memory_check(fleet: FleetSnapshot) -> Callable[[Candidate], bool]:
             return fits_without_overcommit(candidate, fleet)
         found = summed.get(id(entry))
         if found is None or found[0] is not entry:
-            taken: dict[int, int] = {}
-            for position, resource_class, amount in entry.allocations:
-                if resource_class == "MEMORY_MB":
-                    taken[position] = taken.get(position, 0) + amount
-            found = summed[id(entry)] = (entry, tuple(taken.items()))
-        for position, amount in found[1]:
-            inventory = providers[members[position]].inventories.get("MEMORY_MB")
-            if inventory is None or inventory.allocation_ratio <= 1.0:
-                continue
-            if inventory.used + amount > inventory.total - inventory.reserved:
-                return False
-        return True
+            found = summed[id(entry)] = (entry, _memory_taken(entry.allocations))
+        return _fits(fleet, [(members[position], amount) for position, amount in found[1]])
 
     return check
+
+
+def _memory_taken(allocations: Iterable[tuple[int, str, int]]) -> tuple[tuple[int, int], ...]:
+    """``((provider or position, MiB), ...)``: the ``MEMORY_MB`` amounts of ``allocations``
+    summed per provider (or template position)."""
+    taken: dict[int, int] = {}
+    for provider, resource_class, amount in allocations:
+        if resource_class == "MEMORY_MB":
+            taken[provider] = taken.get(provider, 0) + amount
+    return tuple(taken.items())
+
+
+def _fits(fleet: FleetSnapshot, taken: Iterable[tuple[int, int]]) -> bool:
+    """Whether each ``(provider index, MiB)`` fits at ratio 1.0 (providers whose ratio is 1.0
+    or less are not looked at: their capacity already says so)."""
+    providers = fleet.providers
+    for provider, amount in taken:
+        inventory = providers[provider].inventories.get("MEMORY_MB")
+        if inventory is None or inventory.allocation_ratio <= 1.0:
+            continue
+        if inventory.used + amount > inventory.total - inventory.reserved:
+            return False
+    return True
