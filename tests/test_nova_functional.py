@@ -42,9 +42,10 @@ RUNNER = ROOT / "tests" / "nova_functional" / "run.py"
 # one run's: test_numa_servers' 13 min of one worker at that load are five classes, the largest a
 # third of it. A run that hangs where OS_TEST_TIMEOUT cannot end it (Nova's test database's
 # reader-writer lock left without its writer, in a test's cleanup: seen in
-# NUMALiveMigrationRollbackTests, with reporting off and on) dumps its stacks and exits after
-# CLASS_TIMEOUT - 60 s, and its retry runs the class again: one hang costs CI ~15 min, not 50.
+# NUMALiveMigrationRollbackTests, with reporting off and on) dumps its stacks and exits once one
+# test has run HANG_AFTER s, and its retry runs the class again: one hang costs CI ~6 min, not 15.
 TEST_TIMEOUT = 300
+HANG_AFTER = TEST_TIMEOUT + 60
 CLASS_TIMEOUT = 900
 # CI-only (a Nova virtualenv, minutes of fake-libvirt runs): `pytest -m ""` runs it.
 pytestmark = pytest.mark.slow
@@ -84,8 +85,8 @@ def _run_once(
         # Nova's tests (oslotest's Timeout fixture) fail one test that runs longer than this
         # (s) with a traceback, and the run goes on; a hung test then costs minutes, not the run.
         "OS_TEST_TIMEOUT": os.environ.get("OS_TEST_TIMEOUT", str(TEST_TIMEOUT)),
-        # A run that hangs anyway prints every thread's stack and exits before CLASS_TIMEOUT.
-        "PLACEMENT_NUMA_FUNC_DUMP_AFTER": str(CLASS_TIMEOUT - 60),
+        # A test that hangs anyway: every thread's stack printed, and the run exits.
+        "PLACEMENT_NUMA_FUNC_DUMP_AFTER": str(HANG_AFTER),
     }
     started = time.monotonic()
     try:
@@ -114,6 +115,7 @@ def _text(stream: str | bytes | None) -> str:
 
 
 FAILED = re.compile(r"^(?:FAIL|ERROR): (\S+)$", re.M)
+HUNG = re.compile(r"^Timeout \(\d+:\d\d:\d\d(?:\.\d+)?\)!$", re.M)  # faulthandler's first line
 
 
 def run_nova_tests(python: str, tmp_path: Path, *test_ids: str) -> str:
@@ -121,17 +123,19 @@ def run_nova_tests(python: str, tmp_path: Path, *test_ids: str) -> str:
     ``--exclude=``) in the Nova virtualenv; fails with the output tail unless all pass.
 
     The tests that failed are run once more on their own (the whole run again when the output
-    names none), and the first failure's tail is printed: Nova's functional tests wait on green
-    threads with timeouts, and under CI's load one may time out, so one retry keeps CI about our
-    answers. A test that fails twice fails. Returns the first run's output (the retry's
-    appended). (The "TypeError: Can't upgrade a READER transaction to a WRITER" failures of
-    earlier runs were the harness's: ``run.py`` now lets Nova monkey-patch before oslo.db loads.)"""
+    names none, or a test hung), and the first failure's tail is printed: Nova's functional
+    tests wait on green threads with timeouts, and under CI's load one may time out, so one
+    retry keeps CI about our answers. A test that fails twice fails. Returns the first run's
+    output (the retry's appended). (The "TypeError: Can't upgrade a READER transaction to a
+    WRITER" failures of earlier runs were the harness's: ``run.py`` now lets Nova monkey-patch
+    before oslo.db loads.)"""
     passed, output = _run_once(python, tmp_path, 1, test_ids)
     if passed:
         return output
     options = tuple(a for a in test_ids if a in ("--upstream", "--numa-reporting"))
     failed = tuple(dict.fromkeys(FAILED.findall(output)))
-    again = (*options, *failed) if failed else test_ids
+    # a hung run (faulthandler's dump) stopped before its other tests: all of them again
+    again = (*options, *failed) if failed and not HUNG.search(output) else test_ids
     print(f"first run failed, running {' '.join(again)} again:\n{output[-3000:]}")
     passed, retried = _run_once(python, tmp_path, 2, again)
     assert passed, retried[-6000:]

@@ -49,6 +49,20 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def _die_with_parent() -> None:
+    """In the forked child: SIGTERM when the Nova test process dies, as when a hung run's
+    stacks are dumped and it exits at once (``run.py``), without its ``atexit`` clean-up (Linux's
+    ``PR_SET_PDEATHSIG``; elsewhere nothing)."""
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 class LiveServer:
     """One ``placement-numa serve`` process on its own SQLite copy of the template."""
 
@@ -78,6 +92,7 @@ class LiveServer:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env=env,
+                preexec_fn=_die_with_parent,
             )
 
     def wait(self, timeout: float = 120.0) -> LiveServer:

@@ -13,7 +13,8 @@ test of the given modules or classes out (a known failure, run on its own elsewh
 that names no loaded test is an error (exit 2). ``--numa-reporting`` makes
 ``[compute] enable_numa_reporting_to_placement = True`` the default (the patch series' NUMA trees
 and scheduler query in tests that do not set it). ``PLACEMENT_NUMA_FUNC_DUMP_AFTER=<s>`` dumps
-every thread's stack and exits after that many seconds (to see where a run hangs).
+every thread's stack and exits once one test (its set-up, body and clean-up) has run that many
+seconds: a hung test costs that, not the rest of the run's time limit, and its stacks show where.
 """
 
 from __future__ import annotations
@@ -28,10 +29,6 @@ def main(argv: list[str]) -> int:
     """Install the live fixture (unless ``--upstream``) and run ``argv``'s tests."""
     sys.path.insert(0, HERE)
     dump_after = os.environ.get("PLACEMENT_NUMA_FUNC_DUMP_AFTER")
-    if dump_after:  # a hung run: every thread's stack on stderr, then exit
-        import faulthandler
-
-        faulthandler.dump_traceback_later(float(dump_after), exit=True)
     excluded = {a.split("=", 1)[1] for a in argv if a.startswith("--exclude=")}
     args = [
         a
@@ -45,6 +42,8 @@ def main(argv: list[str]) -> int:
     # next writer: "TypeError: Can't upgrade a READER transaction to a WRITER mid-transaction".
     import nova.tests.functional  # noqa: F401
 
+    if dump_after:
+        _dump_when_one_test_hangs(float(dump_after))
     if "--upstream" in argv:
         os.environ["PLACEMENT_NUMA_FUNC_UPSTREAM"] = "1"
     else:
@@ -65,6 +64,24 @@ def main(argv: list[str]) -> int:
     except SystemExit as exit_:
         return int(exit_.code or 0)
     return 0
+
+
+def _dump_when_one_test_hangs(seconds: float) -> None:
+    """Every thread's stack on stderr, then exit, when one test runs ``seconds`` (s): the clock
+    starts again at each test (``faulthandler``'s timer, re-armed in ``TestCase.run``), and once
+    at import, for the loading of the tests."""
+    import faulthandler
+
+    import testtools
+
+    faulthandler.dump_traceback_later(seconds, exit=True)
+    run_test = testtools.TestCase.run
+
+    def run(self: testtools.TestCase, result: object = None) -> object:
+        faulthandler.dump_traceback_later(seconds, exit=True)
+        return run_test(self, result)
+
+    testtools.TestCase.run = run  # type: ignore[method-assign]
 
 
 def _default_numa_reporting() -> None:
