@@ -101,17 +101,26 @@ class NumaHooks:
         return self.ranker.view(fleet).bound_classes
 
     def ranked(
-        self, candidates: Iterable[Candidate], fleet: FleetSnapshot, numa: NumaQuery
+        self, candidates: Iterable[Candidate], fleet: FleetSnapshot, explain: str
     ) -> list[RankedCandidate]:
-        """``candidates`` of a search of ``numa`` on ``fleet`` as ``RankedCandidate``, each
-        with its NUMA score and PCI devices, and ``numa.explain``."""
+        """``candidates`` of a search on ``fleet`` as ``RankedCandidate``, each with its NUMA
+        score, host name (the ranker's ``index``) and PCI devices, and ``explain`` (the query
+        string they answer: ``NumaQuery.explain``)."""
         ranker = self.ranker
-        explain = numa.explain
-        found = []
-        for c in candidates:
-            score, devices = ranker.score(c, fleet), ranker.devices(c, fleet)
-            found.append(RankedCandidate(c, fleet, score, explain, devices=devices))
-        return found
+        scored, names, uuids = ranker.scored, ranker.index.host_names.get, fleet.uuids
+        devices = ranker.devices if ranker.device_classes else None
+        return [
+            RankedCandidate(
+                c,
+                fleet,
+                scored(c, fleet)[1],
+                explain,
+                False,
+                names(uuids[c.anchor]),
+                () if devices is None else devices(c, fleet),
+            )
+            for c in candidates
+        ]
 
     def accept(self, candidate: Candidate) -> bool:
         """The engine's ``accept`` hook: whether ``candidate`` passes every check."""

@@ -41,7 +41,7 @@ from placement_numa.db.database import Database
 from placement_numa.db.repositories import numa_distances as repo
 from placement_numa.db.repositories.fleet import current_revision
 from placement_numa.domain.request_groups import CandidateQuery
-from placement_numa.engine import CandidateEngine, FleetSnapshot
+from placement_numa.engine import CandidateEngine, CandidateResult, FleetSnapshot
 from placement_numa.numa.engine_rank import CellIndex, NumaRanker
 from placement_numa.numa.flavor import Flavor, ImageProperties
 from placement_numa.numa.numa_query import to_query_string
@@ -188,20 +188,16 @@ def _cell_index(
     return (index_cache or CellIndexCache()).get(database, fleet.revision, fleet)
 
 
-def _named(found: list[RankedCandidate], index: CellIndex) -> list[RankedCandidate]:
-    """Attach the compute node name (root provider name) to each candidate."""
-    names = index.host_names.get
-    return [  # built whole: ``dataclasses.replace`` per candidate cost ~10% of a limit=1000
-        RankedCandidate(
-            r.candidate,
-            r.fleet,
-            r.score,
-            r.explain,
-            r.fallback,
-            names(r.fleet.uuids[r.candidate.anchor]),
-            r.devices,
-        )
-        for r in found
+def _unranked(
+    result: CandidateResult, explain: str, index: CellIndex, *, fallback: bool = False
+) -> list[RankedCandidate]:
+    """``result``'s candidates, in engine order, as ``RankedCandidate`` without a NUMA score:
+    ``explain`` the query they answer, the host name from ``index``."""
+    fleet = result.fleet
+    names, uuids = index.host_names.get, fleet.uuids
+    return [
+        RankedCandidate(c, fleet, None, explain, fallback, names(uuids[c.anchor]))
+        for c in result.candidates
     ]
 
 
@@ -231,10 +227,7 @@ def plan_candidates(
         return []
     if numa.topology is None:  # no NUMA request: non-NUMA hosts only, engine order
         result = engine.search(numa.search_query, limit=limit, fleet=fleet)
-        explain = to_query_string(numa.search_query)
-        return _named(
-            [RankedCandidate(c, result.fleet, None, explain) for c in result.candidates], index
-        )
+        return _unranked(result, to_query_string(numa.search_query), index)
     if plan.widen:  # widths 1, 2, ... (numa_widths)
         widened = distributed if exhaustive else distributed_bounded
         found = widened(engine, plan, index, options, fleet)
@@ -249,11 +242,8 @@ def plan_candidates(
     if numa.fallback is not None and (limit is None or len(found) < limit):
         remaining = None if limit is None else limit - len(found)
         result = engine.search(numa.fallback, limit=remaining, fleet=fleet)
-        explain = to_query_string(numa.fallback)
-        found.extend(
-            RankedCandidate(c, result.fleet, None, explain, True) for c in result.candidates
-        )
-    return _named(found, index)
+        found.extend(_unranked(result, to_query_string(numa.fallback), index, fallback=True))
+    return found
 
 
 def flavor_candidates(
@@ -312,14 +302,7 @@ def query_candidates(
         orderings=options.every_ordering,
         diversify=options.diversify,
     )
-    explain = to_query_string(query)
-    return _named(
-        [
-            RankedCandidate(c, result.fleet, ranker.score(c, result.fleet), explain)
-            for c in result.candidates
-        ],
-        index,
-    )
+    return hooks.ranked(result.candidates, result.fleet, to_query_string(query))
 
 
 def candidates_for(

@@ -120,7 +120,7 @@ def search_bounded(
         orderings=options.every_ordering,
         diversify=options.diversify,
     )
-    return hooks.ranked(result.candidates, result.fleet, numa), result.fleet
+    return hooks.ranked(result.candidates, result.fleet, numa.explain), result.fleet
 
 
 def search_exhaustive(
@@ -145,7 +145,7 @@ def search_exhaustive(
         orderings=options.every_ordering,
     )
     accepted = [c for c in result.candidates if accept is None or accept(c)]
-    found = hooks.ranked(accepted, result.fleet, numa)
+    found = hooks.ranked(accepted, result.fleet, numa.explain)
     if options.diversify:
         found = rounds(found)
     return found if limit is None else found[:limit]
