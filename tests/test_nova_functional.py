@@ -29,6 +29,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -166,6 +167,38 @@ SCENARIOS = [
 @pytest.mark.parametrize("case", SCENARIOS)
 def test_scenarios(nova: str, tmp_path: Path, case: str) -> None:
     run_nova_tests(nova, tmp_path, f"scenarios.{case}")
+
+
+def test_the_patch_series_is_applied_to_nova_34(nova: str) -> None:
+    """The Nova these tests run is 34.0.0 with every patch of ``integrations/nova/patches``
+    applied, in name order, with ``patch -p1`` (``scripts/nova-func-venv``, which ``.ci/run``
+    calls on a fresh virtualenv): each one reverses cleanly, last first, on a copy of Nova's
+    tree."""
+    version = subprocess.run(
+        [nova, "-c", "import importlib.metadata as m; print(m.version('nova'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert version == "34.0.0"
+    site = subprocess.run(
+        [nova, "-c", "import nova, os; print(os.path.dirname(os.path.dirname(nova.__file__)))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    series = sorted((ROOT / "integrations" / "nova" / "patches").glob("*.patch"))
+    assert series, "no patches in integrations/nova/patches"
+    with tempfile.TemporaryDirectory() as copy:
+        shutil.copytree(Path(site) / "nova", Path(copy) / "nova", symlinks=True)
+        for patch in reversed(series):  # each applied on top of the ones before it
+            undone = subprocess.run(
+                ["patch", "-p1", "-R", "-s", "-f", "--no-backup-if-mismatch", "-d", copy],
+                stdin=patch.open("rb"),
+                capture_output=True,
+                check=False,
+            )
+            assert undone.returncode == 0, (patch.name, undone.stdout[-2000:])
 
 
 def test_every_scenario_listed() -> None:
