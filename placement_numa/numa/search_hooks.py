@@ -115,9 +115,8 @@ class NumaHooks:
                 fleet,
                 scored(c, fleet)[1],
                 explain,
-                False,
-                names(uuids[c.anchor]),
-                () if devices is None else devices(c, fleet),
+                host=names(uuids[c.anchor]),
+                devices=() if devices is None else devices(c, fleet),
             )
             for c in candidates
         ]

@@ -196,7 +196,7 @@ def _unranked(
     fleet = result.fleet
     names, uuids = index.host_names.get, fleet.uuids
     return [
-        RankedCandidate(c, fleet, None, explain, fallback, names(uuids[c.anchor]))
+        RankedCandidate(c, fleet, None, explain, fallback=fallback, host=names(uuids[c.anchor]))
         for c in result.candidates
     ]
 
