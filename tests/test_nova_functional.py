@@ -174,19 +174,11 @@ def test_the_patch_series_is_applied_to_nova_34(nova: str) -> None:
     applied, in name order, with ``patch -p1`` (``scripts/nova-func-venv``, which ``.ci/run``
     calls on a fresh virtualenv): each one reverses cleanly, last first, on a copy of Nova's
     tree."""
-    version = subprocess.run(
-        [nova, "-c", "import importlib.metadata as m; print(m.version('nova'))"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    where = "import importlib.metadata as m, nova, os; print(m.version('nova'));"
+    where += " print(os.path.dirname(os.path.dirname(nova.__file__)))"
+    found = subprocess.run([nova, "-c", where], capture_output=True, text=True, check=True)
+    version, site = found.stdout.split()
     assert version == "34.0.0"
-    site = subprocess.run(
-        [nova, "-c", "import nova, os; print(os.path.dirname(os.path.dirname(nova.__file__)))"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
     series = sorted((ROOT / "integrations" / "nova" / "patches").glob("*.patch"))
     assert series, "no patches in integrations/nova/patches"
     with tempfile.TemporaryDirectory() as copy:
