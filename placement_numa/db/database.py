@@ -15,13 +15,17 @@ from typing import Any
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.pool import NullPool
+from sqlalchemy.pool import QueuePool
 
 from placement_numa.db import resilience
 from placement_numa.db.repositories import changes
 from placement_numa.db.resilience import DatabaseOptions, GuardedQueuePool
 
-__all__ = ["Database", "make_engine", "normalise_url"]
+__all__ = ["Database", "make_engine", "normalise_url", "SQLITE_KEPT_CONNECTIONS"]
+
+# SQLite connections a process keeps open between uses (more are opened when more threads need
+# one at once, and closed when returned)
+SQLITE_KEPT_CONNECTIONS = 4
 
 # Driver spellings found in placement.conf files (oslo.db URLs) -> the drivers we ship.
 _DRIVERS = {
@@ -55,18 +59,24 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     """Create the SQLAlchemy engine for ``url`` with backend-specific settings.
 
     SQLite: foreign keys on, WAL journal, a 30 s busy timeout, and write transactions that begin
-    with ``BEGIN IMMEDIATE`` (so two writers queue instead of deadlocking on lock upgrade).
+    with ``BEGIN IMMEDIATE`` (so two writers queue instead of deadlocking on lock upgrade);
+    ``SQLITE_KEPT_CONNECTIONS`` kept open between uses, any number more while threads need them
+    (never a wait for a connection). A process that forks disposes of the engine first, as for
+    the other databases (``cli.prefork.release_connections``).
     PostgreSQL and MariaDB: READ COMMITTED, so a capacity check after ``FOR UPDATE`` sees the
     latest committed allocations; a ``GuardedQueuePool`` (``pool_size``, ``max_overflow``,
     ``pool_timeout`` in ``kwargs``) whose exhaustion is a 503 and whose idle connections are
     pinged on checkout (``db.resilience``).
     """
     if url.startswith("sqlite"):
+        pool: dict[str, Any] = {}
+        if ":memory:" not in url:
+            # a few connections kept open (each open costs ~0.5 ms: the file, three PRAGMAs);
+            # past them a connection per use, closed on return, as without a pool
+            pool = {"poolclass": QueuePool, "pool_size": SQLITE_KEPT_CONNECTIONS}
+            pool["max_overflow"] = -1
         engine = create_engine(
-            url,
-            connect_args={"check_same_thread": False, "timeout": 30},
-            poolclass=NullPool if ":memory:" not in url else None,
-            **kwargs,
+            url, connect_args={"check_same_thread": False, "timeout": 30}, **pool, **kwargs
         )
 
         @event.listens_for(engine, "connect")
@@ -110,9 +120,9 @@ class Database:
         pool_recycle: int = 3600,
     ) -> None:
         """``options``: statement/lock timeouts and Retry-After (``db.resilience``); the pool
-        sizes apply per process to PostgreSQL and MariaDB (SQLite opens a connection per use);
-        ``pool_recycle``: seconds after which a pooled connection is replaced (oslo.db's
-        ``connection_recycle_time``; ``-1`` never).
+        sizes apply per process to PostgreSQL and MariaDB (SQLite keeps
+        ``SQLITE_KEPT_CONNECTIONS``); ``pool_recycle``: seconds after which a pooled
+        connection is replaced (oslo.db's ``connection_recycle_time``; ``-1`` never).
         """
         self.url = url
         pool: dict[str, Any] = {}
