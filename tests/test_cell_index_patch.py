@@ -1,6 +1,6 @@
 """The cell index cache reads only the trees a write changed (issue 30): after an allocation
-write the next flavor query re-reads that tree's cell names and matrix and keeps the same index
-object when nothing in it changed; a renamed compute node and a new host show at once.
+write the next flavor query reads nothing of it again (the change log says only its usage
+changed) and keeps the same index object; a renamed compute node and a new host show at once.
 """
 
 from __future__ import annotations
@@ -8,6 +8,8 @@ from __future__ import annotations
 import gc
 import uuid
 from typing import Any
+
+from sqlalchemy import event
 
 from placement_numa.api.cell_index_dep import cell_index_for_state
 from tests.conftest import PlacementAPI
@@ -40,9 +42,21 @@ def test_writes_to_trees_patch_the_index(api: PlacementAPI) -> None:
     index = cache.get(api.client.app.state.database, 0)  # type: ignore[attr-defined]
 
     allocate(api, first)
-    assert hosts_found(api) == {"first"}
+    sent: list[str] = []
+
+    def before(_c: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        sent.append(statement)
+
+    engine = api.client.app.state.database.engine  # type: ignore[attr-defined]
+    event.listen(engine, "before_cursor_execute", before)
+    try:
+        assert hosts_found(api) == {"first"}
+    finally:
+        event.remove(engine, "before_cursor_execute", before)
     assert (cache.loads, cache.patches) == (loads, patches + 1)
     assert cache.get(api.client.app.state.database, 0) is index  # nothing in it changed
+    # an allocation write changes no cell name nor matrix: none is read again
+    assert not [s for s in sent if "numa_distances" in s], sent
 
     two_cell_host(api, "second")  # a new tree
     assert hosts_found(api) == {"first", "second"}

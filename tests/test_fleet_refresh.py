@@ -7,7 +7,9 @@ import uuid
 from typing import Any
 
 from fastapi import FastAPI
+from sqlalchemy import event, select
 
+from placement_numa.db import tables as t
 from placement_numa.db.repositories.fleet import SqlFleetSource
 from placement_numa.engine.fleet import FleetSnapshot
 from tests.conftest import PlacementAPI
@@ -414,3 +416,60 @@ def test_the_service_patches_in_place_after_a_write(app: FastAPI, api: Placement
     assert (source.patches, source.patches_in_place) == (before[0] + 1, before[1] + 1)
     summary = r.json()["provider_summaries"][host["cell"]]
     assert summary["resources"]["VCPU"]["used"] == 1
+
+
+def _refresh_statements(source: SqlFleetSource) -> list[str]:
+    """The SQL statements ``source``'s next snapshot() sends (their first lines)."""
+    sent: list[str] = []
+
+    def before(_c: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        sent.append(statement.strip().splitlines()[0])
+
+    engine = source.database.engine
+    event.listen(engine, "before_cursor_execute", before)
+    try:
+        source.snapshot()
+    finally:
+        event.remove(engine, "before_cursor_execute", before)
+    return sent
+
+
+def test_a_write_of_allocations_alone_reads_only_the_usage_of_its_trees(
+    app: FastAPI, api: PlacementAPI
+) -> None:
+    """A write that changes nothing but allocations (``PUT /allocations``, ``DELETE
+    /allocations``) logs a "usage" row beside each "provider" row, and the refresh reads the
+    usage of the trees it touched, not the trees (no inventory, trait, aggregate or provider
+    statement); a write that also changes an inventory of the tree (the reshaper) reads it
+    whole. Both equal a full load."""
+    host = _host(api, "u")
+    other = _host(api, "v")
+    refresh = Refresh(app)
+    consumer = str(uuid.uuid4())
+    _allocate(api, consumer, {host["cell"]: {"VCPU": 2}, other["root"]: {"DISK_GB": 5}}, None)
+    with app.state.database.read() as conn:
+        last = conn.execute(
+            select(t.placement_changes.c.kind, t.placement_changes.c.provider_id)
+            .order_by(t.placement_changes.c.id.desc())
+            .limit(4)
+        ).all()
+    assert sorted(kind for kind, _ in last) == ["provider", "provider", "usage", "usage"]
+    sent = _refresh_statements(refresh.source)
+    assert any("FROM allocations" in s or "allocations." in s for s in sent), sent
+    assert not [s for s in sent if "inventories" in s or "traits" in s or "aggregates" in s]
+    fleet = refresh.check(patched=False)  # already refreshed above
+    cell = fleet.providers[fleet.index_by_uuid[host["cell"]]]
+    assert cell.inventories["VCPU"].used == 2
+    # the consumer's allocations deleted: usage only again
+    assert api.delete(f"/allocations/{consumer}", version="1.36").status_code == 204
+    sent = _refresh_statements(refresh.source)
+    assert not [s for s in sent if "inventories" in s or "traits" in s], sent
+    fleet = refresh.check(patched=False)
+    assert fleet.providers[fleet.index_by_uuid[host["cell"]]].inventories["VCPU"].used == 0
+    # an inventory and allocations in one window: the tree is read whole
+    _inventory(api, host["cell"], {"VCPU": {"total": 6}, "MEMORY_MB": {"total": 4096}})
+    _allocate(api, str(uuid.uuid4()), {host["cell"]: {"VCPU": 1}}, None)
+    sent = _refresh_statements(refresh.source)
+    assert [s for s in sent if "inventories" in s], sent
+    fleet = refresh.check(patched=False)
+    assert fleet.providers[fleet.index_by_uuid[host["cell"]]].inventories["VCPU"].total == 6

@@ -150,6 +150,10 @@ class FleetSnapshot:
         # build, where ``patched_from`` is ``None``); caches above key on these
         self.replaced_providers: frozenset[int] = frozenset()
         self.replaced_roots: frozenset[int] = frozenset()
+        # the roots among ``replaced_roots`` whose trees changed nothing but their usage (their
+        # allocations), set by the loader: what is derived from names, traits, inventories or
+        # shapes of those trees alone stays as it was
+        self.usage_roots: frozenset[int] = frozenset()
         # the writes since ``patched_from`` include some that touched no provider (names,
         # NUMA distances: what the change log records as ``names``), set by the loader
         self.changed_beyond_trees = False

@@ -149,6 +149,7 @@ def _successor(
     new.patched_from = old.revision
     new.handed_over = False
     new.changed_beyond_trees = False
+    new.usage_roots = frozenset()
     _share(new, old, _NEVER_PATCHED)
     plist = old.providers if "providers" in movable else list(old.providers)
     top = max((info.index for info in infos), default=-1) + 1

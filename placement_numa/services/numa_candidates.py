@@ -99,10 +99,15 @@ def _load_cell_index(database: Database) -> tuple[int, CellIndex]:
 def _patched_index(database: Database, index: CellIndex, fleet: FleetSnapshot) -> CellIndex:
     """``index`` (as of ``fleet.patched_from``) brought to ``fleet``: the rows of the trees the
     refresh replaced are read again (the writes in between touched only those trees:
-    ``fleet.changed_beyond_trees`` is false); the same object when none of them changed (an
+    ``fleet.changed_beyond_trees`` is false), but for trees whose allocations alone changed
+    (``fleet.usage_roots``: nothing to read); the same object when none of them changed (an
     allocation write), so caches keyed by the index stay valid."""
     providers = fleet.providers
-    roots = [r for r in fleet.replaced_roots if r in fleet.tree and providers[r].parent < 0]
+    roots = [
+        r
+        for r in fleet.replaced_roots
+        if r not in fleet.usage_roots and r in fleet.tree and providers[r].parent < 0
+    ]
     if not roots:
         return index
     with database.read() as conn:

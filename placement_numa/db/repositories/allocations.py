@@ -315,7 +315,7 @@ def replace_allocations(
     provider_ids = {p for p, _ in wanted}
     rc_ids = {c for _, c in wanted}
     old_rows, had_allocations = _delete_returning(conn, uuids)
-    changes.touch(conn, {p for p, _, _ in old_rows} | provider_ids)
+    changes.touch_usage(conn, {p for p, _, _ in old_rows} | provider_ids)
     limits, used = limits_and_usage(conn, provider_ids, rc_ids)
     # The usage before the write: what is left plus what this write deleted (None: no usage).
     previous: dict[tuple[int, int], int] = dict(used)
@@ -367,7 +367,7 @@ def delete_for_consumer(conn: Connection, consumer_uuid: str) -> bool:
     Returns ``False`` when the consumer had no allocations (the caller answers 404). As in
     Placement, provider generations are not changed by this deletion.
     """
-    changes.touch(conn, _old_provider_ids(conn, [consumer_uuid]))
+    changes.touch_usage(conn, _old_provider_ids(conn, [consumer_uuid]))
     result = conn.execute(delete(allocations).where(allocations.c.consumer_id == consumer_uuid))
     if not result.rowcount:
         return False  # a consumer kept without allocations stays, as in Placement

@@ -21,7 +21,11 @@ itself, as with one counter). The fleet revision readers compare is the sum of t
 reader that finds it unchanged missed nothing, and a reader holding the stripe revisions
 (``fleet.held_revisions``) finds every change row since, stripe by stripe.
 
-Rows (``kind``): ``"provider"`` (``provider_id`` touched), ``"names"`` (no provider touched;
+Rows (``kind``): ``"provider"`` (``provider_id`` touched), ``"usage"`` (beside the
+``"provider"`` row of the same provider and generation: the transaction changed nothing of that
+provider but its usage, its allocations; written by ``touch_usage``, so a reader may read the
+usage of its tree alone; readers that do not know the kind skip it and reload the tree, as
+for any ``"provider"`` row), ``"names"`` (no provider touched;
 resource class or trait names may have changed), ``"all"`` (the transaction changed fleet tables
 without describing which providers: a reader reloads everything). Every revision gets at least
 one row, so a reader at revision ``r`` that finds rows for every revision in ``(r, now]`` knows
@@ -51,6 +55,7 @@ from placement_numa.db import tables as t
 
 __all__ = [
     "touch",
+    "touch_usage",
     "by_watcher",
     "begin",
     "stripe",
@@ -64,6 +69,7 @@ __all__ = [
     "bump_record_and_commit",
     "install",
     "PROVIDER",
+    "USAGE",
     "NAMES",
     "ALL",
     "WATCHER",
@@ -71,7 +77,7 @@ __all__ = [
     "PRUNE_EVERY",
 ]
 
-PROVIDER, NAMES, ALL, WATCHER = "provider", "names", "all", "watcher"
+PROVIDER, USAGE, NAMES, ALL, WATCHER = "provider", "usage", "names", "all", "watcher"
 # Rows of the last KEEP_REVISIONS revisions are kept; every PRUNE_EVERY revisions, older rows go.
 KEEP_REVISIONS = 2000
 PRUNE_EVERY = 100
@@ -97,6 +103,7 @@ _NAME_TABLES = frozenset((t.traits.name, t.resource_classes.name))
 @dataclass
 class _Pending:
     providers: set[int] = field(default_factory=set)
+    usage: set[int] = field(default_factory=set)  # providers whose allocations changed
     fleet_dml: bool = False
     names: bool = False
     everything: bool = False
@@ -122,6 +129,16 @@ def touch(conn: Connection, provider_ids: Iterable[int]) -> None:
     pending: _Pending | None = conn.info.get(_KEY)
     if pending is not None:
         pending.providers.update(int(p) for p in provider_ids)
+
+
+def touch_usage(conn: Connection, provider_ids: Iterable[int]) -> None:
+    """Note that this transaction changed the allocations of ``provider_ids`` (internal ids):
+    their usage. A provider also ``touch``-ed by the transaction counts as touched (any
+    change); one only ``touch_usage``-d gets a ``"usage"`` row beside its ``"provider"`` row.
+    A no-op outside ``Database.write()``."""
+    pending: _Pending | None = conn.info.get(_KEY)
+    if pending is not None:
+        pending.usage.update(int(p) for p in provider_ids)
 
 
 def by_watcher(conn: Connection, *, everything: bool) -> None:
@@ -161,10 +178,12 @@ def _rows(conn: Connection) -> list[tuple[str, int | None]]:
     """``(kind, provider_id)`` of the change rows of the transaction on ``conn`` (at least
     one)."""
     pending: _Pending | None = conn.info.get(_KEY)
-    if pending is None or pending.everything or (pending.fleet_dml and not pending.providers):
+    touched = set() if pending is None else pending.providers | pending.usage
+    if pending is None or pending.everything or (pending.fleet_dml and not touched):
         rows: list[tuple[str, int | None]] = [(ALL, None)]
     else:
-        rows = [(PROVIDER, p) for p in sorted(pending.providers)]
+        rows = [(PROVIDER, p) for p in sorted(touched)]
+        rows += [(USAGE, p) for p in sorted(pending.usage - pending.providers)]
         if pending.names or not rows:
             rows.append((NAMES, None))
     if pending is not None and pending.watcher:

@@ -11,7 +11,8 @@ revision (the sum of the counter rows: one row, or one per writing Galera node, 
 transaction bumps a counter row before committing (``Database.write``), so a query started after
 a commit, in any worker process, sees that commit. The refresh (``refresh_fleet``) reads the
 change log rows written by those transactions (``repositories.changes``) and reloads only the
-trees they touched, patching the previous snapshot; it falls back to a whole load when the log
+trees they touched (only the usage of a tree whose allocations alone changed), patching the
+previous snapshot; it falls back to a whole load when the log
 does not cover the gap (pruned rows, writes outside ``Database.write``) or touched many trees.
 """
 
@@ -200,14 +201,18 @@ def _tree_statements() -> tuple[Select[Any], ...]:
 _TREE_STATEMENTS: tuple[Select[Any], ...] = ()
 
 
-def _tree_rows(conn: Connection, roots: list[int]) -> Rows:
-    """Snapshot rows of the trees rooted at ``roots`` (database ids)."""
+def _statements() -> tuple[Select[Any], ...]:
     global _TREE_STATEMENTS
     if not _TREE_STATEMENTS:
         _TREE_STATEMENTS = _tree_statements()
+    return _TREE_STATEMENTS
+
+
+def _tree_rows(conn: Connection, roots: list[int]) -> Rows:
+    """Snapshot rows of the trees rooted at ``roots`` (database ids)."""
     params = {"roots": roots}
     q_providers, q_inventories, q_usages, q_traits, q_aggregates = (
-        conn.execute(statement, params).all() for statement in _TREE_STATEMENTS
+        conn.execute(statement, params).all() for statement in _statements()
     )
     return (
         [(r[0], r[1], r[2], r[3]) for r in q_providers],
@@ -216,6 +221,43 @@ def _tree_rows(conn: Connection, roots: list[int]) -> Rows:
         [(r[0], r[1]) for r in q_traits],
         [(r[0], r[1]) for r in q_aggregates],
     )
+
+
+def _usage_tree_rows(conn: Connection, fleet: FleetSnapshot, roots: list[int]) -> Rows:
+    """Snapshot rows of the trees rooted at ``roots`` (database ids, trees of ``fleet``) whose
+    providers changed nothing but their usage since ``fleet`` was read (``changes.USAGE``):
+    the usage read (one statement), everything else as ``fleet`` holds it."""
+    providers = fleet.providers
+    rows: Rows = ([], [], [], [], [])
+    provider_rows, inventory_rows, _, trait_rows, aggregate_rows = rows
+    for root_id in roots:
+        for index in fleet.tree[fleet.index_by_id[root_id]]:
+            info = providers[index]
+            parent = providers[info.parent].id if info.parent >= 0 else None
+            provider_rows.append((info.id, info.uuid, parent, providers[info.root].id))
+            for rc, inv in info.inventories.items():
+                inventory_rows.append(
+                    (info.id, rc, inv.total, inv.reserved, inv.min_unit, inv.max_unit)
+                    + (inv.step_size, inv.allocation_ratio)
+                )
+            trait_rows.extend((info.id, name) for name in info.traits)
+            aggregate_rows.extend((info.id, name) for name in info.aggregates)
+    usages = conn.execute(_statements()[2], {"roots": roots})
+    rows[2].extend((r[0], r[1], int(r[2] or 0)) for r in usages)
+    return rows
+
+
+def _usage_only(rows: list[tuple[int, str, int | None, int | None]]) -> tuple[set[int], set[int]]:
+    """``(touched, usage_only)``: the providers the change ``rows`` name, those with a
+    ``"usage"`` row beside every ``"provider"`` row of theirs (same revision and generation:
+    only their allocations changed) apart."""
+    marked = {(r, p, g) for r, kind, p, g in rows if kind == changes.USAGE}
+    touched: set[int] = set()
+    usage_only: set[int] = set()
+    for r, kind, p, g in rows:
+        if kind == changes.PROVIDER and p is not None:
+            (usage_only if (r, p, g) in marked else touched).add(p)
+    return touched, usage_only - touched
 
 
 def load_fleet(conn: Connection) -> FleetSnapshot:
@@ -238,8 +280,11 @@ def refresh_fleet(conn: Connection, fleet: FleetSnapshot, *, owned: bool = False
     The trees replaced are those that held, in ``fleet``, a provider the writes touched, and
     those that hold one now (a re-parent touches the whole moved subtree, so both its old and
     new trees are reloaded); aggregate and sharing indexes are patched by
-    ``engine.fleet_patch.replace_trees``. ``owned``: the caller hands ``fleet`` over
-    (``engine.handover``), so the patch may reuse its indexes in place.
+    ``engine.fleet_patch.replace_trees``. A tree whose touched providers all changed nothing
+    but their allocations (``changes.USAGE`` rows: a claim, ``PUT /allocations``) is not read
+    whole: its usage is (one statement, ``_usage_tree_rows``), the rest comes from ``fleet``.
+    ``owned``: the caller hands ``fleet`` over (``engine.handover``), so the patch may reuse
+    its indexes in place.
     """
     now = current_revisions(conn)
     revision = sum(now.values())
@@ -250,8 +295,11 @@ def refresh_fleet(conn: Connection, fleet: FleetSnapshot, *, owned: bool = False
     rows = changes.log_between(conn, held_revisions(fleet), now)
     if rows is None or any(kind == changes.ALL for _, kind, _, _ in rows):
         return load_fleet(conn)
-    touched = sorted({p for _, kind, p, _ in rows if kind == changes.PROVIDER and p is not None})
-    if len(touched) > MAX_TOUCHED:
+    changed, usage_only = _usage_only(rows)
+    unknown = {p for p in usage_only if p not in fleet.index_by_id}  # read as touched
+    usage_only -= unknown
+    touched = sorted(changed | unknown)
+    if len(touched) + len(usage_only) > MAX_TOUCHED:
         return load_fleet(conn)
     root_ids = _known_roots(fleet, touched)
     if touched:
@@ -263,13 +311,25 @@ def refresh_fleet(conn: Connection, fleet: FleetSnapshot, *, owned: bool = False
             ).scalars()
             if r is not None
         )
-    if len(root_ids) > max(MAX_TREES, len(fleet.roots) // 10):
+    usage_roots = _known_roots(fleet, sorted(usage_only)) - root_ids
+    if len(root_ids) + len(usage_roots) > max(MAX_TREES, len(fleet.roots) // 10):
         return load_fleet(conn)
     roots = sorted(root_ids)
     tree_rows = _tree_rows(conn, roots) if roots else ([], [], [], [], [])
+    if usage_roots:  # trees only allocations changed: their usage read, the rest as held
+        extra = _usage_tree_rows(conn, fleet, sorted(usage_roots))
+        tree_rows = (
+            tree_rows[0] + extra[0],
+            tree_rows[1] + extra[1],
+            tree_rows[2] + extra[2],
+            tree_rows[3] + extra[3],
+            tree_rows[4] + extra[4],
+        )
+        roots = sorted(root_ids | usage_roots)
     patched = replace_trees(fleet, revision, roots, *tree_rows, owned=owned)
     if patched is None:
         return load_fleet(conn)
+    patched.usage_roots = frozenset(patched.index_by_id[r] for r in usage_roots)
     if any(kind == changes.NAMES for _, kind, _, _ in rows):
         patched.changed_beyond_trees = True
         rc_names, trait_names = _names(conn)
