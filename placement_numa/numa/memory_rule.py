@@ -18,7 +18,7 @@ does not carry this rule; its answer may hold candidates the POST leaves out.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from placement_numa.engine.candidates import Candidate, TemplateEntry
 from placement_numa.engine.fleet import FleetSnapshot
@@ -48,7 +48,7 @@ def memory_check(fleet: FleetSnapshot) -> Callable[[Candidate], bool]:
         found = summed.get(id(entry))
         if found is None or found[0] is not entry:
             found = summed[id(entry)] = (entry, _memory_taken(entry.allocations))
-        return _fits(fleet, [(members[position], amount) for position, amount in found[1]])
+        return _fits(fleet, found[1], members)
 
     return check
 
@@ -63,11 +63,16 @@ def _memory_taken(allocations: Iterable[tuple[int, str, int]]) -> tuple[tuple[in
     return tuple(taken.items())
 
 
-def _fits(fleet: FleetSnapshot, taken: Iterable[tuple[int, int]]) -> bool:
+def _fits(
+    fleet: FleetSnapshot, taken: Iterable[tuple[int, int]], members: Sequence[int] | None = None
+) -> bool:
     """Whether each ``(provider index, MiB)`` fits at ratio 1.0 (providers whose ratio is 1.0
-    or less are not looked at: their capacity already says so)."""
+    or less are not looked at: their capacity already says so); with ``members``, ``taken``
+    holds positions into it (a template entry's)."""
     providers = fleet.providers
     for provider, amount in taken:
+        if members is not None:
+            provider = members[provider]
         inventory = providers[provider].inventories.get("MEMORY_MB")
         if inventory is None or inventory.allocation_ratio <= 1.0:
             continue

@@ -23,8 +23,7 @@ in one place; ``ranked`` turns the engine's answer into
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from placement_numa.engine.candidates import Candidate
 from placement_numa.engine.fleet import FleetSnapshot
@@ -46,12 +45,13 @@ def anchors_distinct(candidate: Candidate, anchors: tuple[str, ...]) -> bool:
     return len({p for p in chosen}) == len(chosen)
 
 
-@dataclass(frozen=True)
-class RankedCandidate:
+class RankedCandidate(NamedTuple):
     """One candidate, best first: the engine's candidate and snapshot, its NUMA score
     (``None`` for fallback candidates), the query string it answers, whether it is a
     fallback (host not reshaped), the host name and the PCI devices it takes:
-    ``((resource class, provider uuid, cell id or None), ...)``."""
+    ``((resource class, provider uuid, cell id or None), ...)``. A named tuple: one is made
+    per returned candidate (a ``limit=1000`` answer makes 1,000), and a tuple is built in a
+    third of a frozen dataclass's time."""
 
     candidate: Candidate
     fleet: FleetSnapshot

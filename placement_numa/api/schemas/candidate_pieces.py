@@ -276,6 +276,8 @@ class _RequestWriter:
         self.rendered: list[int] = cache.setdefault("rendered-bytes", [0])
         # each template entry compiled once per response
         self.compiled: dict[int, tuple[bytes, tuple[int, ...]]] = {}
+        # per layout (by id, the layout kept beside): its mappings' format (``_mapping_format``)
+        self.mapping_formats: dict[int, tuple[Layout, _MappingFormat]] = {}
 
     def pieces(self) -> Iterator[bytes]:
         """Every allocation request, comma separated: a run of candidates replayed over one
@@ -328,10 +330,16 @@ class _RequestWriter:
         """``entries`` as one ``%`` format over the quoted uuids of their members."""
         formats = []
         holes: list[int] = []
+        mapping = None
+        if self.with_mappings:
+            known = self.mapping_formats.get(id(layout))
+            if known is None or known[0] is not layout:
+                known = self.mapping_formats[id(layout)] = (layout, _mapping_format(layout))
+            mapping = known[1]
         for entry in entries:
             compiled = self.compiled.get(id(entry))
             if compiled is None:
-                compiled = self.compiled[id(entry)] = _compile(entry, layout, self.with_mappings)
+                compiled = self.compiled[id(entry)] = _compile(entry, layout, mapping)
             formats.append(compiled[0])
             holes.extend(compiled[1])
         return (b",".join(formats), _getter(holes), entries)
@@ -393,11 +401,29 @@ class _RequestWriter:
         ]
 
 
+# a layout's ``"mappings"`` as a ``%`` format and the slot of each hole (every group filled by
+# one slot), or its groups' escaped labels and slots (``_compile`` gathers each entry's providers)
+_MappingFormat = tuple[bytes, tuple[int, ...]] | list[tuple[bytes, tuple[int, ...]]]
+
+
+def _mapping_format(layout: Layout) -> _MappingFormat:
+    """The part of ``_compile``'s format that depends on ``layout`` only: with one slot per
+    group (every suffixed group, and the unsuffixed one of a single class), the whole
+    ``,"mappings":{...}`` text and the slot whose provider fills each hole; else per group its
+    escaped ``"suffix":`` label and slots."""
+    labels = [orjson.dumps(suffix or "").replace(b"%", b"%%") + b":" for suffix in layout.suffixes]
+    if all(len(ks) == 1 for ks in layout.slots_of_group):
+        text = b',"mappings":{' + b",".join(label + b"[%s]" for label in labels) + b"}"
+        return text, tuple(ks[0] for ks in layout.slots_of_group)
+    return list(zip(labels, layout.slots_of_group, strict=True))
+
+
 def _compile(
-    entry: TemplateEntry, layout: Layout, with_mappings: bool
+    entry: TemplateEntry, layout: Layout, mapping: _MappingFormat | None
 ) -> tuple[bytes, tuple[int, ...]]:
     """``(format, holes)``: the allocation request of ``entry`` as a bytes ``%`` format whose
-    ``%s`` holes take the quoted uuids of the providers at positions ``holes``."""
+    ``%s`` holes take the quoted uuids of the providers at positions ``holes``; ``mapping``:
+    ``_mapping_format(layout)`` (``None``: no ``mappings``, before microversion 1.34)."""
     holes: list[int] = []
     shares: list[bytes] = []
     allocations = entry.allocations
@@ -412,14 +438,16 @@ def _compile(
         holes.append(position)
         start = end
     text = b'{"allocations":{' + b",".join(shares) + b"}"
-    if with_mappings:
+    chosen = entry.chosen
+    if isinstance(mapping, tuple):
+        text += mapping[0]
+        holes.extend([chosen[k] for k in mapping[1]])
+    elif mapping is not None:
         entries = []
-        chosen = entry.chosen
-        for suffix, ks in zip(layout.suffixes, layout.slots_of_group, strict=True):
+        for label, ks in mapping:
             used = sorted({chosen[k] for k in ks})
             holes.extend(used)
-            label = orjson.dumps(suffix or "").replace(b"%", b"%%")
-            entries.append(label + b":[" + b",".join(b"%s" for _ in used) + b"]")
+            entries.append(label + b"[" + b",".join(b"%s" for _ in used) + b"]")
         text += b',"mappings":{' + b",".join(entries) + b"}"
     text += b"}"
     return text, tuple(holes)

@@ -35,7 +35,9 @@ def encode_ranked(found: list[RankedCandidate], fragments: FragmentCache | None 
     request_of, tree, providers = writer.request, fleet.tree, fleet.providers
     numa: dict[tuple[object, ...], bytes] = {}
     hosts: dict[str | None, bytes] = {}
-    requests: list[bytes] = []
+    # each request less its closing brace, its "numa" block and a comma: joined once at the end
+    pieces: list[bytes] = [b'{"allocation_requests":[']
+    add = pieces.append
     roots: dict[int, None] = {}  # trees to summarise, in order
     for ranked in found:
         candidate = ranked.candidate
@@ -55,12 +57,12 @@ def encode_ranked(found: list[RankedCandidate], fragments: FragmentCache | None 
         host = hosts.get(ranked.host)
         if host is None:
             host = hosts[ranked.host] = orjson.dumps(ranked.host)
-        requests.append(request_of(candidate)[:-1] + b',"numa":{"host":' + host + block)
-    summaries = writer.tree_summaries(roots)
-    return (
-        b'{"allocation_requests":['
-        + b",".join(requests)
-        + b'],"provider_summaries":{'
-        + summaries
-        + b"}}"
-    )
+        add(request_of(candidate)[:-1])
+        add(b',"numa":{"host":')
+        add(host)
+        add(block)
+        add(b",")
+    pieces[-1] = b'],"provider_summaries":{'  # the last request's comma
+    pieces.append(writer.tree_summaries(roots))
+    pieces.append(b"}}")
+    return b"".join(pieces)
