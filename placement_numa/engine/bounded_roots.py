@@ -67,7 +67,7 @@ def bounded_roots(
     theirs = ranker_classes[listed]
     if len(listed) == 0 or int(theirs.min()) < 0:
         return _one_by_one(searcher, listed.tolist(), bound, first, orders.tolist())
-    combined = engine_classes[listed] * (int(theirs.max()) + 1) + theirs
+    combined = engine_classes[listed].astype(numpy.int64) * (int(theirs.max()) + 1) + theirs
     _, representatives, inverse = numpy.unique(combined, return_index=True, return_inverse=True)
     keys = [bound(RootView(searcher, root)) for root in listed[representatives].tolist()]
     ranks = numpy.full(len(keys), -1, dtype=numpy.int64)

@@ -68,12 +68,13 @@ def _dense(key: Any) -> Any:
 
 
 def profile_classes(fleet: FleetSnapshot, codes: Any) -> Any:
-    """Per provider index (int64 array of ``len(fleet.providers)``): a class id, equal for two
+    """Per provider index (int32 array of ``len(fleet.providers)``): a class id, equal for two
     roots exactly when their trees have one shape and their members, position by position, the
-    same ``codes`` (room codes of one query, an int64 array per provider index); -1 for
+    same ``codes`` (room codes of one query, an integer array per provider index); -1 for
     providers that are not roots. O(providers) in numpy."""
     layout = tree_layout(fleet)
-    classes = numpy.full(len(fleet.providers), -1, dtype=numpy.int64)
+    # 32 bits (fewer than 2**31 roots): half the fresh pages of a first-time query
+    classes = numpy.full(len(fleet.providers), -1, dtype=numpy.int32)
     offset = 0
     for roots, members in layout.groups:
         key = numpy.zeros(len(roots), dtype=numpy.int64)
