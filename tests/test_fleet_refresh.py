@@ -449,11 +449,22 @@ def test_a_write_of_allocations_alone_reads_only_the_usage_of_its_trees(
     _allocate(api, consumer, {host["cell"]: {"VCPU": 2}, other["root"]: {"DISK_GB": 5}}, None)
     with app.state.database.read() as conn:
         last = conn.execute(
-            select(t.placement_changes.c.kind, t.placement_changes.c.provider_id)
+            select(
+                t.placement_changes.c.kind,
+                t.placement_changes.c.provider_id,
+                t.placement_changes.c.generation,
+                t.resource_providers.c.generation,
+            )
+            .join(
+                t.resource_providers,
+                t.resource_providers.c.id == t.placement_changes.c.provider_id,
+            )
             .order_by(t.placement_changes.c.id.desc())
             .limit(4)
         ).all()
-    assert sorted(kind for kind, _ in last) == ["provider", "provider", "usage", "usage"]
+    assert sorted(kind for kind, *_ in last) == ["provider", "provider", "usage", "usage"]
+    # each row names the generation the write left its provider at (the watcher reads it)
+    assert all(logged == now for *_, logged, now in last), last
     sent = _refresh_statements(refresh.source)
     assert any("FROM allocations" in s or "allocations." in s for s in sent), sent
     assert not [s for s in sent if "inventories" in s or "traits" in s or "aggregates" in s]

@@ -56,6 +56,7 @@ from placement_numa.db import tables as t
 __all__ = [
     "touch",
     "touch_usage",
+    "note_generations",
     "by_watcher",
     "begin",
     "stripe",
@@ -104,6 +105,7 @@ _NAME_TABLES = frozenset((t.traits.name, t.resource_classes.name))
 class _Pending:
     providers: set[int] = field(default_factory=set)
     usage: set[int] = field(default_factory=set)  # providers whose allocations changed
+    generations: dict[int, int] = field(default_factory=dict)  # set here (``note_generations``)
     fleet_dml: bool = False
     names: bool = False
     everything: bool = False
@@ -139,6 +141,16 @@ def touch_usage(conn: Connection, provider_ids: Iterable[int]) -> None:
     pending: _Pending | None = conn.info.get(_KEY)
     if pending is not None:
         pending.usage.update(int(p) for p in provider_ids)
+
+
+def note_generations(conn: Connection, generations: dict[int, int]) -> None:
+    """Note the generations this transaction set on providers (internal id -> generation,
+    under the row locks it holds until commit), so the change rows of a transaction that
+    changed allocations alone (``touch_usage``, no ``touch``) need not read them again. A no-op
+    outside ``Database.write()``."""
+    pending: _Pending | None = conn.info.get(_KEY)
+    if pending is not None:
+        pending.generations.update(generations)
 
 
 def by_watcher(conn: Connection, *, everything: bool) -> None:
@@ -197,6 +209,13 @@ def _generations(conn: Connection, rows: list[tuple[str, int | None]]) -> dict[i
     ids = [p for kind, p in rows if kind == PROVIDER and p is not None]
     if not ids:
         return {}
+    pending: _Pending | None = conn.info.get(_KEY)
+    if (
+        pending is not None
+        and not pending.providers  # allocations alone: no provider created, deleted or moved
+        and all(p in pending.generations for p in ids)
+    ):
+        return {p: pending.generations[p] for p in ids}  # set by this transaction
     rp = t.resource_providers
     found = conn.execute(select(rp.c.id, rp.c.generation).where(rp.c.id.in_(ids)))
     return {int(i): int(g or 0) for i, g in found}

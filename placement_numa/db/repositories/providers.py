@@ -215,6 +215,7 @@ def bump_generations(conn: Connection, locked: dict[int, tuple[str, int]]) -> di
             "resource provider generation conflict: a provider changed while locked."
             " Please update the generation and try again."
         )
+    changes.note_generations(conn, {i: generation + 1 for i, (_, generation) in locked.items()})
     return {uuid: generation + 1 for uuid, generation in locked.values()}
 
 
