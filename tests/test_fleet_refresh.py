@@ -6,9 +6,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import orjson
 from fastapi import FastAPI
 from sqlalchemy import event, select
 
+from placement_numa.api import microversion as mv
 from placement_numa.db import tables as t
 from placement_numa.db.repositories.fleet import SqlFleetSource
 from placement_numa.engine.fleet import FleetSnapshot
@@ -484,3 +486,58 @@ def test_a_write_of_allocations_alone_reads_only_the_usage_of_its_trees(
     assert [s for s in sent if "inventories" in s], sent
     fleet = refresh.check(patched=False)
     assert fleet.providers[fleet.index_by_uuid[host["cell"]]].inventories["VCPU"].total == 6
+
+
+def test_fragments_of_replaced_trees_go_in_place_unless_a_response_holds_them(
+    app: FastAPI, api: PlacementAPI
+) -> None:
+    """The process's fragment cache (``candidate_pieces.FragmentCache``) drops what a refresh
+    replaced from the dict it keeps when no response is being written from it, and from a copy
+    when one is: that response's dict keeps every fragment, and its body is still right."""
+    from placement_numa.api.engine_dep import engine_for_state
+    from placement_numa.api.schemas.candidate_dicts import render_candidates
+    from placement_numa.api.schemas.candidate_pieces import (
+        candidate_body_pieces,
+        process_fragments,
+    )
+    from placement_numa.domain.request_groups import CandidateQuery, RequestGroup
+
+    host = _host(api, "f")
+    _host(api, "g")
+    path = "/allocation_candidates?resources=VCPU:1"
+    assert api.get(path, version="1.39").status_code == 200
+    fragments = process_fragments(app.state)
+
+    def roots_of(cache: dict[Any, Any]) -> list[Any]:
+        return [key for key in cache if isinstance(key, tuple) and key[0] == "root"]
+
+    # ids, not references: holding the dict here would count as a response writing from it
+    # (a copy is made while the original lives, so equal ids mean the same dict)
+    (kept,) = [id(cache) for cache in fragments._shapes.values()]
+    assert [len(roots_of(cache)) for cache in fragments._shapes.values()] == [2]
+    _allocate(api, str(uuid.uuid4()), {host["cell"]: {"VCPU": 1}}, None)
+    assert api.get(path, version="1.39").status_code == 200
+    assert [id(cache) for cache in fragments._shapes.values()] == [kept]  # in place
+    # the replaced tree's entry dropped, then written again by the GET
+    assert [len(roots_of(cache)) for cache in fragments._shapes.values()] == [2]
+
+    # a response being written holds the dict: the next refresh works on a copy
+    engine: Any = engine_for_state(app.state)
+    query = CandidateQuery(groups=(RequestGroup(suffix=None, resources={"VCPU": 1}),))
+    result = engine.search(query)
+    version = mv.Microversion(1, 39)
+    pieces = candidate_body_pieces(result, query, version, nested_aware=True, fragments=fragments)
+    first = next(pieces)  # the generator now holds the dict it writes from
+    (writing,) = [id(cache) for cache in fragments._shapes.values()]
+    _allocate(api, str(uuid.uuid4()), {host["cell"]: {"VCPU": 1}}, None)
+    answer = api.get(path, version="1.39")
+    assert answer.status_code == 200
+    assert [id(cache) for cache in fragments._shapes.values()] != [writing]  # a copy
+    # the older response finishes with its snapshot's fragments, in its own dict ...
+    body = orjson.loads(first + b"".join(pieces))
+    assert body == render_candidates(result, query, version, nested_aware=True)
+    assert body["provider_summaries"][host["cell"]]["resources"]["VCPU"]["used"] == 1
+    # ... and none of them reached the dict newer answers are written from
+    again = api.get(path, version="1.39").json()["provider_summaries"][host["cell"]]
+    assert again["resources"]["VCPU"]["used"] == 2
+    assert answer.json()["provider_summaries"][host["cell"]]["resources"]["VCPU"]["used"] == 2

@@ -13,6 +13,7 @@ tree (``FleetSnapshot.replaced_roots``), so a tree's answer costs the bytes it w
 
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator
@@ -48,8 +49,9 @@ class FragmentCache:
 
     Keyed by what the engine publishes: a snapshot's ``revision``; a snapshot patched from the
     cached one (``patched_from``) keeps every fragment but those of its ``replaced_providers``
-    and ``replaced_roots`` (copied first: a response still being written for the older
-    snapshot keeps its own dict); any other snapshot starts empty. A snapshot older than the
+    and ``replaced_roots`` (dropped in place, or from a copy while a response is still being
+    written from the older snapshot's dict: that response keeps its own); any other snapshot
+    starts empty. A snapshot older than the
     cached one gets a private, empty cache. Entries: a provider index -> its ``"uuid":{summary}``;
     ``("root", root)`` -> a tree's summaries; ``("root-q", root)`` -> its members' quoted
     uuids; ``("runs", root)`` -> a tree's rendered runs of allocation requests (see
@@ -71,9 +73,17 @@ class FragmentCache:
                 if fleet.revision < self._revision:
                     return {}
                 if fleet.patched_from is not None and fleet.patched_from == self._revision:
-                    self._shapes = {
-                        key: _without_stale(cache, fleet) for key, cache in self._shapes.items()
-                    }
+                    shapes = self._shapes
+                    for key in list(shapes):
+                        stale = _stale_keys(shapes[key], fleet)
+                        # held by ``shapes`` and getrefcount's argument alone: no response is
+                        # being written from it, so it loses its stale entries in place
+                        if sys.getrefcount(shapes[key]) > 2:
+                            shapes[key] = dict(shapes[key])
+                        kept = shapes[key]
+                        for stale_key in stale:
+                            kept.pop(stale_key, None)
+                        del kept
                 else:
                     self._shapes = {}
                 self._fleet = weakref.ref(fleet)
@@ -85,29 +95,23 @@ class FragmentCache:
             return cache
 
 
-def _without_stale(cache: dict[Any, Any], fleet: FleetSnapshot) -> dict[Any, Any]:
-    """A copy of ``cache`` less what ``fleet``'s refresh replaced. Quoted uuids by index (and
-    the shares and mapping labels that carry them) stay while a replaced provider keeps its
-    uuid; they start over when an index now holds another uuid (SQLite reuses the ids of
-    deleted rows, so a tree deleted and created again may come back under its old indices:
-    ``engine.fleet_patch``)."""
-    kept = dict(cache)
+def _stale_keys(cache: dict[Any, Any], fleet: FleetSnapshot) -> list[Any]:
+    """The keys of ``cache`` that ``fleet``'s refresh made stale: the replaced providers' and
+    trees' entries. Quoted uuids by index (and the shares and mapping labels that carry them)
+    stay while a replaced provider keeps its uuid; they start over when an index now holds
+    another uuid (SQLite reuses the ids of deleted rows, so a tree deleted and created again
+    may come back under its old indices: ``engine.fleet_patch``)."""
+    stale: list[Any] = list(fleet.replaced_providers)
     quoted: dict[int, bytes] = cache.get("quoted", {})
     uuids = fleet.uuids
-    renamed = False
     for index in fleet.replaced_providers:
-        kept.pop(index, None)
         known = quoted.get(index)
         if known is not None and (index >= len(uuids) or known != orjson.dumps(uuids[index])):
-            renamed = True
-    if renamed:
-        for key in ("quoted", "shares", "labels"):
-            kept.pop(key, None)
+            stale += ["quoted", "shares", "labels"]
+            break
     for root in fleet.replaced_roots:
-        kept.pop(("root", root), None)
-        kept.pop(("root-q", root), None)
-        kept.pop(("runs", root), None)
-    return kept
+        stale += [("root", root), ("root-q", root), ("runs", root)]
+    return stale
 
 
 def encode_candidates(
