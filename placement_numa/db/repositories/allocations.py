@@ -297,7 +297,9 @@ def replace_allocations(
     emptied = [item.consumer_uuid for item in items if not item.resources]
     emptied_provider_ids = _old_provider_ids(conn, emptied)
     locked = providers.lock_generations(
-        conn, {p.id for p in by_uuid.values()} | emptied_provider_ids
+        conn,
+        {p.id for p in by_uuid.values()} | emptied_provider_ids,
+        read={p.id: p for p in by_uuid.values()},
     )
 
     for item in items:

@@ -4,7 +4,7 @@ create / update / delete statements of ``/resource_providers`` (the filtered lis
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -192,13 +192,21 @@ def lock_providers(conn: Connection, provider_ids: list[int]) -> None:
     conn.execute(_LOCK, {"ids": sorted(set(provider_ids))}).all()
 
 
-def lock_generations(conn: Connection, provider_ids: Iterable[int]) -> dict[int, tuple[str, int]]:
+def lock_generations(
+    conn: Connection,
+    provider_ids: Iterable[int],
+    read: Mapping[int, ProviderRow] | None = None,
+) -> dict[int, tuple[str, int]]:
     """Lock the provider rows as ``lock_providers`` does and read them in the same statement:
     ``{id: (uuid, generation)}`` of those that exist. The generations stay current until the
-    transaction ends (SQLite: its writers are serialised by ``BEGIN IMMEDIATE``)."""
+    transaction ends (SQLite: its writers are serialised by ``BEGIN IMMEDIATE``). ``read``:
+    providers this transaction read already, by id; on SQLite, where no other writer can commit
+    once the transaction began, their generations are current and are not read again."""
     wanted = sorted(set(provider_ids))
     if not wanted:
         return {}
+    if read is not None and conn.dialect.name == "sqlite" and all(i in read for i in wanted):
+        return {i: (read[i].uuid, read[i].generation) for i in wanted}
     statement = _GENERATIONS if conn.dialect.name == "sqlite" else _LOCK_GENERATIONS
     return {int(i): (str(u), int(g)) for i, u, g in conn.execute(statement, {"ids": wanted})}
 
