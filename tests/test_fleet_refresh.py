@@ -541,3 +541,29 @@ def test_fragments_of_replaced_trees_go_in_place_unless_a_response_holds_them(
     again = api.get(path, version="1.39").json()["provider_summaries"][host["cell"]]
     assert again["resources"]["VCPU"]["used"] == 2
     assert answer.json()["provider_summaries"][host["cell"]]["resources"]["VCPU"]["used"] == 2
+
+
+def test_a_bump_undone_with_its_savepoint_is_not_logged(app: FastAPI, api: PlacementAPI) -> None:
+    """A generation bump rolled back with its savepoint (a claim's failed attempt) leaves the
+    provider where it was, and the change row names that generation, not the noted one."""
+    from placement_numa.db.repositories import changes
+    from placement_numa.db.repositories import providers as provider_repo
+
+    host = _host(api, "s")
+    before = _gen(api, host["cell"])
+    with app.state.database.write() as conn:
+        cell = provider_repo.get_by_uuid(conn, host["cell"])
+        assert cell is not None
+        savepoint = conn.begin_nested()
+        provider_repo.bump_generations(conn, provider_repo.lock_generations(conn, [cell.id]))
+        changes.touch_usage(conn, [cell.id])
+        savepoint.rollback()
+    assert _gen(api, host["cell"]) == before
+    with app.state.database.read() as conn:
+        logged = conn.execute(
+            select(t.placement_changes.c.generation)
+            .where(t.placement_changes.c.kind == "provider")
+            .order_by(t.placement_changes.c.id.desc())
+            .limit(1)
+        ).scalar_one()
+    assert logged == before

@@ -107,6 +107,7 @@ class _Pending:
     usage: set[int] = field(default_factory=set)  # providers whose allocations changed
     generations: dict[int, int] = field(default_factory=dict)  # set here (``note_generations``)
     fleet_dml: bool = False
+    rolled_back: bool = False  # a savepoint was rolled back: ``generations`` may be ahead
     names: bool = False
     everything: bool = False
     watcher: bool = False
@@ -146,8 +147,10 @@ def touch_usage(conn: Connection, provider_ids: Iterable[int]) -> None:
 def note_generations(conn: Connection, generations: dict[int, int]) -> None:
     """Note the generations this transaction set on providers (internal id -> generation,
     under the row locks it holds until commit), so the change rows of a transaction that
-    changed allocations alone (``touch_usage``, no ``touch``) need not read them again. A no-op
-    outside ``Database.write()``."""
+    changed allocations alone (``touch_usage``, no ``touch``) need not read them again. Once a
+    savepoint of the transaction is rolled back, the notes are not used (the generations are
+    read): a row naming a generation ahead of the provider's would break the foreign-write
+    watcher's ``A >= E`` (``db.foreign_writes``). A no-op outside ``Database.write()``."""
     pending: _Pending | None = conn.info.get(_KEY)
     if pending is not None:
         pending.generations.update(generations)
@@ -180,10 +183,19 @@ def _before_execute(
         pending.names = True
 
 
+def _savepoint_rolled_back(conn: Connection, _name: Any, _context: Any) -> None:
+    pending: _Pending | None = conn.info.get(_KEY)
+    if pending is not None:
+        pending.rolled_back = True
+
+
 def install(engine: Engine) -> None:
-    """Hook the safety net into ``engine`` (once per engine)."""
+    """Hook the safety net into ``engine`` (once per engine), and the savepoint rollbacks that
+    void ``note_generations``."""
     if not event.contains(engine, "before_execute", _before_execute):
         event.listen(engine, "before_execute", _before_execute)
+    if not event.contains(engine, "rollback_savepoint", _savepoint_rolled_back):
+        event.listen(engine, "rollback_savepoint", _savepoint_rolled_back)
 
 
 def _rows(conn: Connection) -> list[tuple[str, int | None]]:
@@ -213,6 +225,7 @@ def _generations(conn: Connection, rows: list[tuple[str, int | None]]) -> dict[i
     if (
         pending is not None
         and not pending.providers  # allocations alone: no provider created, deleted or moved
+        and not pending.rolled_back  # a bump noted inside it may have been undone
         and all(p in pending.generations for p in ids)
     ):
         return {p: pending.generations[p] for p in ids}  # set by this transaction
