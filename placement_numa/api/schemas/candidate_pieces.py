@@ -73,17 +73,7 @@ class FragmentCache:
                 if fleet.revision < self._revision:
                     return {}
                 if fleet.patched_from is not None and fleet.patched_from == self._revision:
-                    shapes = self._shapes
-                    for key in list(shapes):
-                        stale = _stale_keys(shapes[key], fleet)
-                        # held by ``shapes`` and getrefcount's argument alone: no response is
-                        # being written from it, so it loses its stale entries in place
-                        if sys.getrefcount(shapes[key]) > 2:
-                            shapes[key] = dict(shapes[key])
-                        kept = shapes[key]
-                        for stale_key in stale:
-                            kept.pop(stale_key, None)
-                        del kept
+                    _drop_stale(self._shapes, fleet)
                 else:
                     self._shapes = {}
                 self._fleet = weakref.ref(fleet)
@@ -93,6 +83,18 @@ class FragmentCache:
                 cache = {}
                 self._shapes = {shape: cache}
             return cache
+
+
+def _drop_stale(shapes: dict[object, dict[Any, Any]], fleet: FleetSnapshot) -> None:
+    """Drop from each fragment dict of ``shapes`` what ``fleet``'s refresh made stale: in
+    place when only ``shapes`` holds the dict, else from a copy that replaces it there (a
+    response still being written from the dict keeps it whole)."""
+    for key in list(shapes):
+        stale = _stale_keys(shapes[key], fleet)
+        if sys.getrefcount(shapes[key]) > 2:  # ``shapes`` and getrefcount's argument
+            shapes[key] = dict(shapes[key])
+        for stale_key in stale:
+            shapes[key].pop(stale_key, None)
 
 
 def _stale_keys(cache: dict[Any, Any], fleet: FleetSnapshot) -> list[Any]:
@@ -280,8 +282,6 @@ class _RequestWriter:
         self.rendered: list[int] = cache.setdefault("rendered-bytes", [0])
         # each template entry compiled once per response
         self.compiled: dict[int, tuple[bytes, tuple[int, ...]]] = {}
-        # per layout (by id, the layout kept beside): its mappings' format (``_mapping_format``)
-        self.mapping_formats: dict[int, tuple[Layout, _MappingFormat]] = {}
 
     def pieces(self) -> Iterator[bytes]:
         """Every allocation request, comma separated: a run of candidates replayed over one
@@ -334,16 +334,10 @@ class _RequestWriter:
         """``entries`` as one ``%`` format over the quoted uuids of their members."""
         formats = []
         holes: list[int] = []
-        mapping = None
-        if self.with_mappings:
-            known = self.mapping_formats.get(id(layout))
-            if known is None or known[0] is not layout:
-                known = self.mapping_formats[id(layout)] = (layout, _mapping_format(layout))
-            mapping = known[1]
         for entry in entries:
             compiled = self.compiled.get(id(entry))
             if compiled is None:
-                compiled = self.compiled[id(entry)] = _compile(entry, layout, mapping)
+                compiled = self.compiled[id(entry)] = _compile(entry, layout, self.with_mappings)
             formats.append(compiled[0])
             holes.extend(compiled[1])
         return (b",".join(formats), _getter(holes), entries)
@@ -405,29 +399,11 @@ class _RequestWriter:
         ]
 
 
-# a layout's ``"mappings"`` as a ``%`` format and the slot of each hole (every group filled by
-# one slot), or its groups' escaped labels and slots (``_compile`` gathers each entry's providers)
-_MappingFormat = tuple[bytes, tuple[int, ...]] | list[tuple[bytes, tuple[int, ...]]]
-
-
-def _mapping_format(layout: Layout) -> _MappingFormat:
-    """The part of ``_compile``'s format that depends on ``layout`` only: with one slot per
-    group (every suffixed group, and the unsuffixed one of a single class), the whole
-    ``,"mappings":{...}`` text and the slot whose provider fills each hole; else per group its
-    escaped ``"suffix":`` label and slots."""
-    labels = [orjson.dumps(suffix or "").replace(b"%", b"%%") + b":" for suffix in layout.suffixes]
-    if all(len(ks) == 1 for ks in layout.slots_of_group):
-        text = b',"mappings":{' + b",".join(label + b"[%s]" for label in labels) + b"}"
-        return text, tuple(ks[0] for ks in layout.slots_of_group)
-    return list(zip(labels, layout.slots_of_group, strict=True))
-
-
 def _compile(
-    entry: TemplateEntry, layout: Layout, mapping: _MappingFormat | None
+    entry: TemplateEntry, layout: Layout, with_mappings: bool
 ) -> tuple[bytes, tuple[int, ...]]:
     """``(format, holes)``: the allocation request of ``entry`` as a bytes ``%`` format whose
-    ``%s`` holes take the quoted uuids of the providers at positions ``holes``; ``mapping``:
-    ``_mapping_format(layout)`` (``None``: no ``mappings``, before microversion 1.34)."""
+    ``%s`` holes take the quoted uuids of the providers at positions ``holes``."""
     holes: list[int] = []
     shares: list[bytes] = []
     allocations = entry.allocations
@@ -442,16 +418,14 @@ def _compile(
         holes.append(position)
         start = end
     text = b'{"allocations":{' + b",".join(shares) + b"}"
-    chosen = entry.chosen
-    if isinstance(mapping, tuple):
-        text += mapping[0]
-        holes.extend([chosen[k] for k in mapping[1]])
-    elif mapping is not None:
+    if with_mappings:
         entries = []
-        for label, ks in mapping:
+        chosen = entry.chosen
+        for suffix, ks in zip(layout.suffixes, layout.slots_of_group, strict=True):
             used = sorted({chosen[k] for k in ks})
             holes.extend(used)
-            entries.append(label + b"[" + b",".join(b"%s" for _ in used) + b"]")
+            label = orjson.dumps(suffix or "").replace(b"%", b"%%")
+            entries.append(label + b":[" + b",".join(b"%s" for _ in used) + b"]")
         text += b',"mappings":{' + b",".join(entries) + b"}"
     text += b"}"
     return text, tuple(holes)

@@ -202,6 +202,8 @@ _TREE_STATEMENTS: tuple[Select[Any], ...] = ()
 
 
 def _statements() -> tuple[Select[Any], ...]:
+    """``_tree_statements()``, built on first use: providers, inventories, usages, traits,
+    aggregates of the trees of ``:roots``."""
     global _TREE_STATEMENTS
     if not _TREE_STATEMENTS:
         _TREE_STATEMENTS = _tree_statements()
