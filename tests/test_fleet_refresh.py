@@ -567,3 +567,40 @@ def test_a_bump_undone_with_its_savepoint_is_not_logged(app: FastAPI, api: Place
             .limit(1)
         ).scalar_one()
     assert logged == before
+
+
+def test_a_savepoint_on_a_connection_the_server_dropped_rolls_back_to_a_503(
+    app: FastAPI, api: PlacementAPI, backend: str
+) -> None:
+    """The server ends the session inside a savepoint (a failover, as in
+    ``test_postgresql_failover``): leaving the savepoint gives the disconnect's 503, not an
+    error of the change log's savepoint listener, and the next write works."""
+    import pytest
+
+    from placement_numa.db.repositories import providers as provider_repo
+    from placement_numa.errors import ServiceUnavailable
+
+    if backend == "sqlite":
+        pytest.skip("SQLite has no server that can end a session")
+    host = _host(api, "d")
+    database = app.state.database
+    own_id = "SELECT pg_backend_pid()" if backend == "postgresql" else "SELECT CONNECTION_ID()"
+    with pytest.raises(ServiceUnavailable):
+        with database.write() as conn:
+            session = conn.exec_driver_sql(own_id).scalar_one()
+            cell = provider_repo.get_by_uuid(conn, host["cell"])
+            assert cell is not None
+            with conn.begin_nested():
+                with database.engine.connect() as killer:
+                    if backend == "postgresql":
+                        killer.exec_driver_sql(f"SELECT pg_terminate_backend({int(session)})")
+                    else:
+                        killer.exec_driver_sql(f"KILL {int(session)}")
+                provider_repo.lock_generations(conn, [cell.id])
+    assert api.put("/traits/CUSTOM_AFTER_THE_DROP").status_code == 201
+    before = _gen(api, host["cell"])
+    assert api.put(
+        f"/resource_providers/{host['cell']}/traits",
+        json={"resource_provider_generation": before, "traits": ["CUSTOM_AFTER_THE_DROP"]},
+        version="1.39",
+    ).status_code == 200

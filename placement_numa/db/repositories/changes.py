@@ -184,6 +184,8 @@ def _before_execute(
 
 
 def _savepoint_rolled_back(conn: Connection, _name: Any, _context: Any) -> None:
+    if conn.invalidated:  # the server or the link died: the whole transaction is gone with it,
+        return  # and ``conn.info`` would raise instead of the disconnect (a 503)
     pending: _Pending | None = conn.info.get(_KEY)
     if pending is not None:
         pending.rolled_back = True
