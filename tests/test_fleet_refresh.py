@@ -599,8 +599,11 @@ def test_a_savepoint_on_a_connection_the_server_dropped_rolls_back_to_a_503(
                 provider_repo.lock_generations(conn, [cell.id])
     assert api.put("/traits/CUSTOM_AFTER_THE_DROP").status_code == 201
     before = _gen(api, host["cell"])
-    assert api.put(
-        f"/resource_providers/{host['cell']}/traits",
-        json={"resource_provider_generation": before, "traits": ["CUSTOM_AFTER_THE_DROP"]},
-        version="1.39",
-    ).status_code == 200
+    assert (
+        api.put(
+            f"/resource_providers/{host['cell']}/traits",
+            json={"resource_provider_generation": before, "traits": ["CUSTOM_AFTER_THE_DROP"]},
+            version="1.39",
+        ).status_code
+        == 200
+    )
