@@ -607,3 +607,98 @@ def test_a_savepoint_on_a_connection_the_server_dropped_rolls_back_to_a_503(
         ).status_code
         == 200
     )
+
+
+def _replayed_roots(fleet: FleetSnapshot) -> dict[object, dict[int, Any]]:
+    """The per-root replayed candidates ``fleet`` keeps, per query (``answers.root_answers``)."""
+    from placement_numa.engine import answers
+
+    kept = answers._PER_SNAPSHOT.get(fleet) or {}
+    return {k: v for k, v in kept.items() if isinstance(k, tuple) and k[0] == "roots"}
+
+
+def test_a_claim_keeps_the_replayed_answers_of_the_other_trees(
+    app: FastAPI, api: PlacementAPI
+) -> None:
+    """After a claim on one tree, a query asked before replays none of the other roots again:
+    their candidate lists are carried to the patched snapshot; the claimed tree's is not, and
+    the answer equals a fresh service's on the same database."""
+    from fastapi.testclient import TestClient
+
+    from placement_numa.app import create_app
+    from placement_numa.settings import Settings
+
+    hosts = [_host(api, f"r{n}") for n in range(4)]
+    query = (
+        "/allocation_candidates?resources=DISK_GB:5&resources_C=VCPU:2,MEMORY_MB:512"
+        "&required_C=HW_NUMA_ROOT&group_policy=none"
+    )
+    engine = app.state.candidate_engine
+    assert api.get(query, version="1.39").status_code == 200
+    before = engine.snapshot()
+    kept_before = _replayed_roots(before)
+    # the first root of the shape is searched, the others replayed from its answer
+    assert max(len(kept) for kept in kept_before.values()) == len(hosts) - 1
+
+    claimed = hosts[1]
+    _allocate(api, str(uuid.uuid4()), {claimed["cell"]: {"VCPU": 6}}, None)
+    after_claim = api.get(query, version="1.39")
+    assert after_claim.status_code == 200
+    fleet = engine.snapshot()
+    assert fleet.patched_from == before.revision
+    claimed_root = fleet.index_by_uuid[claimed["root"]]
+    carried = 0
+    for key, kept in _replayed_roots(fleet).items():
+        old = kept_before[key]
+        for root, answer in kept.items():
+            if root in old:
+                assert (answer is old[root]) == (root != claimed_root)
+                carried += answer is old[root]
+    assert carried >= len(hosts) - 2  # every replayed root but the claimed one
+    # the claimed cell has 2 VCPUs left: still a candidate, with the new usage
+    summaries = after_claim.json()["provider_summaries"]
+    assert summaries[claimed["cell"]]["resources"]["VCPU"]["used"] == 6
+
+    fresh_app = create_app(
+        Settings(
+            database_url=app.state.settings.database_url,
+            auto_migrate=False,
+            auth_strategy="noauth2",
+        )
+    )
+    try:
+        with TestClient(fresh_app) as client:
+            fresh = PlacementAPI(client).get(query, version="1.39")
+    finally:
+        fresh_app.state.database.dispose()
+    assert orjson.loads(fresh.content) == orjson.loads(after_claim.content)
+
+
+def test_replayed_answers_are_not_carried_past_a_change_of_sharing(
+    app: FastAPI, api: PlacementAPI
+) -> None:
+    """A sharing provider newly anchored at untouched roots (an aggregate written on it
+    alone) adds candidates to their answers: none of them is carried to the patched
+    snapshot."""
+    hosts = [_host(api, f"s{n}") for n in range(3)]
+    query = "/allocation_candidates?resources=VCPU:1,DISK_GB:5"
+    pool = _rp(api, "disk-pool")
+    _inventory(api, pool, {"DISK_GB": {"total": 1000}})
+    _traits(api, pool, ["MISC_SHARES_VIA_AGGREGATE"])
+    aggregate = str(uuid.uuid4())
+    for host in hosts:
+        _aggregates(api, host["root"], [aggregate])
+    assert len(api.get(query, version="1.39").json()["allocation_requests"]) == len(hosts)
+    engine = app.state.candidate_engine
+    before = engine.snapshot()
+    host_roots = {before.index_by_uuid[h["root"]] for h in hosts}
+    assert any(host_roots & set(kept) for kept in _replayed_roots(before).values())
+
+    _aggregates(api, pool, [aggregate])  # the pool's tree only: the hosts' rows are untouched
+    answer = api.get(query, version="1.39")
+    # each host's own disk or the pool's
+    assert len(answer.json()["allocation_requests"]) == 2 * len(hosts)
+    fleet = engine.snapshot()
+    assert fleet.patched_from == before.revision
+    for kept in _replayed_roots(fleet).values():
+        assert not host_roots & set(kept)

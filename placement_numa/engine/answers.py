@@ -6,14 +6,16 @@ plus the room codes of its members, or ``root_profiles``): ``memo_of`` keeps ans
 sharing the profile tables (patched from one full build). ``room_codes`` tells which rooms
 admit the same sums of a query's amounts, once per snapshot, coded a block of providers at a
 time as searches read them (``RoomCodes``); ``per_snapshot`` holds what is
-valid for one snapshot only (the codes, each root's replayed candidates).
+valid for one snapshot only (the codes, each root's replayed candidates); ``root_answers``
+starts a patched snapshot's replayed candidates from its predecessor's, but for the trees the
+patch replaced.
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy
@@ -27,6 +29,7 @@ __all__ = [
     "memo_of",
     "per_snapshot",
     "query_key",
+    "root_answers",
     "room_code_array",
     "room_codes",
     "lazy_room_codes",
@@ -53,9 +56,12 @@ MAX_LINEAGE_CODES = 8
 MAX_SNAPSHOT_QUERIES = 32
 
 
-def per_snapshot(fleet: FleetSnapshot, key: object) -> dict[Any, Any]:
+def per_snapshot(
+    fleet: FleetSnapshot, key: object, start: Callable[[], dict[Any, Any]] = dict
+) -> dict[Any, Any]:
     """A dict kept as long as ``fleet`` lives, one per ``key`` (for values computed from that
-    snapshot only); at most ``MAX_SNAPSHOT_QUERIES`` keys, all dropped past it."""
+    snapshot only), made by ``start`` (called under the module's lock); at most
+    ``MAX_SNAPSHOT_QUERIES`` keys, all dropped past it."""
     kept = _PER_SNAPSHOT.get(fleet)
     found: dict[Any, Any] | None = None if kept is None else kept.get(key)
     if found is None:
@@ -63,10 +69,45 @@ def per_snapshot(fleet: FleetSnapshot, key: object) -> dict[Any, Any]:
             kept = _PER_SNAPSHOT.get(fleet)
             if kept is None:
                 kept = _PER_SNAPSHOT[fleet] = {}
-            if len(kept) >= MAX_SNAPSHOT_QUERIES:
-                kept.clear()
-            found = kept.setdefault(key, {})
+            found = kept.get(key)
+            if found is None:
+                if len(kept) >= MAX_SNAPSHOT_QUERIES:
+                    kept.clear()
+                found = kept[key] = start()
     return found
+
+
+def root_answers(fleet: FleetSnapshot, key: object) -> dict[int, Any]:
+    """Each root's replayed candidates in ``fleet`` for the query ``key`` (``RootSearch.
+    replayed``; kept per snapshot), started from the previous snapshot's when ``fleet`` was
+    patched from the one that kept them last: all but the roots of the replaced trees and
+    those a sharing provider is anchored at. A claim changes one tree; the answers of the
+    others stay (issue 30: a query right after a claim). Nothing is carried over a full load
+    or a write beyond trees (``FleetSnapshot.changed_beyond_trees``)."""
+    lineage: dict[object, tuple[int, dict[int, Any]]] = fleet.derived.setdefault("root-answers", {})
+
+    def start() -> dict[int, Any]:  # under _LOCK
+        base = lineage.pop(key, None)
+        found: dict[int, Any] = {}
+        if (
+            base is not None
+            and fleet.patched_from is not None
+            and base[0] == fleet.patched_from
+            and not fleet.changed_beyond_trees
+        ):
+            # a copy first (one C call): searches of the older snapshot may add roots to it
+            replaced, shared = fleet.replaced_roots, fleet.shared_into
+            found = {
+                root: answer
+                for root, answer in dict(base[1]).items()
+                if root not in replaced and root not in shared
+            }
+        if len(lineage) >= MAX_SNAPSHOT_QUERIES:
+            lineage.pop(next(iter(lineage)), None)
+        lineage[key] = (fleet.revision, found)
+        return found
+
+    return per_snapshot(fleet, key, start)
 
 
 def query_key(plan: QueryPlan) -> tuple[object, ...]:

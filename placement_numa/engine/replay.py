@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from placement_numa.engine.answers import lazy_room_codes as room_codes  # coded as read
-from placement_numa.engine.answers import memo_of, per_snapshot, query_key
+from placement_numa.engine.answers import memo_of, query_key, root_answers
 from placement_numa.engine.candidates import Candidate, TemplateEntry
 from placement_numa.engine.fleet import FleetSnapshot
 from placement_numa.engine.options import slot_options
@@ -63,8 +63,8 @@ class RootSearch:
             self.profile_templates, self.expanded_templates = memo_of(plan)
             key = (query_key(plan), self.codes is None)
             self.root_answers = (
-                per_snapshot(plan.fleet, ("roots", True, key)),
-                per_snapshot(plan.fleet, ("roots", False, key)),
+                root_answers(plan.fleet, ("roots", True, key)),
+                root_answers(plan.fleet, ("roots", False, key)),
             )
         self.bound_cache: dict[object, object] = {}  # see RootView.cache
         # per provider index, the root's look-alike class (``use_profile_classes``)
