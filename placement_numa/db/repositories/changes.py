@@ -347,28 +347,44 @@ _PRUNE = delete(t.placement_changes).where(
 )
 
 
+_ONE_RANGE = (
+    select(
+        t.placement_changes.c.revision,
+        t.placement_changes.c.kind,
+        t.placement_changes.c.provider_id,
+        t.placement_changes.c.generation,
+    )
+    .where(
+        t.placement_changes.c.revision > bindparam("after"),
+        t.placement_changes.c.revision <= bindparam("upto"),
+    )
+    .order_by(t.placement_changes.c.revision, t.placement_changes.c.id)
+)
+
+
 def changes_since_revisions(
     conn: Connection, held: dict[int, int], now: dict[int, int]
 ) -> dict[int, list[tuple[int, str, int | None, int | None]]]:
     """Per stripe ``s`` of ``now``, ``(stripe revision, kind, provider_id, generation)`` of its
     change rows after ``held[s]`` (0 when absent) up to ``now[s]``, oldest first (one query)."""
     pc = t.placement_changes
-    ranges = [
-        and_(
-            pc.c.revision > s * STRIPE_SPAN + held.get(s, 0),
-            pc.c.revision <= s * STRIPE_SPAN + revision,
-        )
+    bounds = [
+        (s * STRIPE_SPAN + held.get(s, 0), s * STRIPE_SPAN + revision)
         for s, revision in sorted(now.items())
         if revision > held.get(s, 0)
     ]
     found: dict[int, list[tuple[int, str, int | None, int | None]]] = {s: [] for s in now}
-    if not ranges:
+    if not bounds:
         return found
-    result = conn.execute(
-        select(pc.c.revision, pc.c.kind, pc.c.provider_id, pc.c.generation)
-        .where(or_(*ranges))
-        .order_by(pc.c.revision, pc.c.id)
-    )
+    if len(bounds) == 1:  # one stripe moved (nearly always): the statement built once
+        result = conn.execute(_ONE_RANGE, {"after": bounds[0][0], "upto": bounds[0][1]})
+    else:
+        ranges = [and_(pc.c.revision > low, pc.c.revision <= high) for low, high in bounds]
+        result = conn.execute(
+            select(pc.c.revision, pc.c.kind, pc.c.provider_id, pc.c.generation)
+            .where(or_(*ranges))
+            .order_by(pc.c.revision, pc.c.id)
+        )
     for encoded, kind, p, g in result:
         s, revision = divmod(int(encoded), STRIPE_SPAN)
         found.setdefault(s, []).append(

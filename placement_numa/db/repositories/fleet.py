@@ -42,20 +42,23 @@ __all__ = [
 ]
 
 
+# Read before every answer (built once: a statement built per call costs ~0.1 ms of
+# SQLAlchemy, more than SQLite's read)
+_REVISION = select(func.coalesce(func.sum(t.placement_revision.c.revision), 0))
+_REVISIONS = select(t.placement_revision.c.id, t.placement_revision.c.revision)
+
+
 def current_revision(conn: Connection) -> int:
     """The fleet revision: the sum of the ``placement_revision`` counter rows (one row, except
     one per writing node on a Galera cluster: ``changes``' module docstring); it grows by one
     with every committed write transaction. 0 when there is no row."""
-    value = conn.execute(
-        select(func.coalesce(func.sum(t.placement_revision.c.revision), 0))
-    ).scalar()
+    value = conn.execute(_REVISION).scalar()
     return int(value or 0)
 
 
 def current_revisions(conn: Connection) -> dict[int, int]:
     """``{stripe: revision}`` of every counter row (stripe = row id - 1)."""
-    rt = t.placement_revision
-    return {int(i) - 1: int(r) for i, r in conn.execute(select(rt.c.id, rt.c.revision))}
+    return {int(i) - 1: int(r) for i, r in conn.execute(_REVISIONS)}
 
 
 # The stripe revisions a snapshot reflects, kept on the snapshot itself (the engine does not
