@@ -292,17 +292,28 @@ def bump_and_record(conn: Connection) -> None:
     # generation than the provider has, which the watcher counts as foreign (one reload).
     generations = _generations(conn, _rows(conn))
     if index == 0:
-        bump = update(rt).where(rt.c.id == 1).values(revision=rt.c.revision + 1)
         if conn.dialect.update_returning:  # SQLite: one round trip
-            revision = int(conn.execute(bump.returning(rt.c.revision)).scalar_one())
+            revision = int(conn.execute(_BUMP_FIRST_RETURNING).scalar_one())
             record(conn, revision, generations=generations)
             return
-        conn.execute(bump)
+        conn.execute(_BUMP_FIRST)
     else:
         upsert = mysql_insert(rt).values(id=row_id, revision=1)
         conn.execute(upsert.on_duplicate_key_update(revision=rt.c.revision + 1))
-    value = conn.execute(select(rt.c.revision).where(rt.c.id == row_id)).scalar()
+    value = conn.execute(_STRIPE_REVISION, {"row": row_id}).scalar()
     record(conn, int(value or 0), index, generations)
+
+
+# every write bumps the counter (built once: ~0.1 ms of SQLAlchemy per statement built)
+_BUMP_FIRST = (
+    update(t.placement_revision)
+    .where(t.placement_revision.c.id == 1)
+    .values(revision=t.placement_revision.c.revision + 1)
+)
+_BUMP_FIRST_RETURNING = _BUMP_FIRST.returning(t.placement_revision.c.revision)
+_STRIPE_REVISION = select(t.placement_revision.c.revision).where(
+    t.placement_revision.c.id == bindparam("row")
+)
 
 
 def bump_record_and_commit(conn: Connection) -> None:
