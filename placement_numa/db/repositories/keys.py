@@ -50,7 +50,7 @@ def insert_or_find_id(conn: Connection, table: Table, key: str, value: str, **va
         with conn.begin_nested():
             return inserted_id(conn.execute(insert(table).values({key: value, **values})))
     except IntegrityError:
-        return int(conn.execute(select(table.c.id).where(table.c[key] == value)).scalar_one())
+        return int(conn.execute(_finder(table, key), {"value": value}).scalar_one())
 
 
 def find_or_insert_id(conn: Connection, table: Table, key: str, value: str, **values: Any) -> int:
