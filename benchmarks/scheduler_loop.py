@@ -17,6 +17,10 @@ side, their ratio, the whole loop per boot (GET + PUT) wall and each service's C
 (all its processes, from ``/proc``), and the load average.
 
     python benchmarks/scheduler_loop.py --hosts 1000 --cells 2 --boots 40 --upstream-boots 8
+
+``--flavors N`` draws the boots from N fixed flavors instead (a catalogue as clouds define
+it): most queries are then repeated, each right after the previous boot's claim changed one
+tree.
 """
 
 from __future__ import annotations
@@ -77,15 +81,19 @@ CATALOGUE = {
 }
 
 
-def boots(count: int, seed: int) -> list[tuple[str, str]]:
-    """``count`` boots: ``(flavor kind, query string)``, sizes drawn per boot."""
+def boots(count: int, seed: int, flavors: int = 0) -> list[tuple[str, str]]:
+    """``count`` boots: ``(flavor kind, query string)``, sizes drawn per boot, or, with
+    ``flavors``, each boot one of that many flavors drawn first (a cloud's flavor catalogue:
+    fixed sizes, so queries repeat, each right after the previous boot's claim)."""
     rng = random.Random(seed)
     found = []
-    for _ in range(count):
+    for _ in range(flavors or count):
         kind = rng.choice(list(CATALOGUE))
         vcpu = rng.choice((1, 2, 2, 4, 4, 8))
         memory_mb = 512 * rng.randint(1, 16) * (2 if kind.startswith("two") else 1)
         found.append((kind, CATALOGUE[kind](vcpu, memory_mb, rng.randint(5, 40))))
+    if flavors:
+        return [rng.choice(found) for _ in range(count)]
     return found
 
 
@@ -168,6 +176,12 @@ def main() -> int:
     parser.add_argument("--upstream-boots", type=int, default=8, help="boots per loop, upstream")
     parser.add_argument("--blocks", type=int, default=2, help="alternations per loop")
     parser.add_argument("--limits", nargs="*", default=["1000", "none"])
+    parser.add_argument(
+        "--flavors",
+        type=int,
+        default=0,
+        help="boots drawn from this many fixed flavors (default 0: sizes drawn per boot)",
+    )
     parser.add_argument("--port", type=int, default=19700)
     args = parser.parse_args()
     cached = fleet_cache(args.seed, args.hosts, args.cells)
@@ -196,7 +210,7 @@ def main() -> int:
                     httpx.get(url, headers=HEADERS, timeout=600)
             counts = {"ours": args.boots, "upstream": args.upstream_boots}
             for n, limit in enumerate(args.limits):
-                plan = boots(args.boots, args.seed + n)
+                plan = boots(args.boots, args.seed + n, args.flavors)
                 results: dict[str, dict[str, Any]] = {}
                 for block in range(args.blocks):
                     for side, base in bases.items():
