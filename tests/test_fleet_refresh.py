@@ -702,3 +702,21 @@ def test_replayed_answers_are_not_carried_past_a_change_of_sharing(
     assert fleet.patched_from == before.revision
     for kept in _replayed_roots(fleet).values():
         assert not host_roots & set(kept)
+
+
+def test_the_lineage_keeps_no_retired_snapshots_answers(app: FastAPI, api: PlacementAPI) -> None:
+    """Queries asked once each, a claim after each: the answers passed from snapshot to
+    snapshot are only those of the current snapshot and the one it was patched from (a
+    scheduler's first-time queries would otherwise keep every retired snapshot's alive)."""
+    hosts = [_host(api, f"l{n}") for n in range(3)]
+    engine = app.state.candidate_engine
+    for vcpus in range(1, 5):
+        answer = api.get(f"/allocation_candidates?resources=VCPU:{vcpus}", version="1.39")
+        assert answer.status_code == 200
+        _allocate(api, str(uuid.uuid4()), {hosts[vcpus % 3]["cell"]: {"VCPU": 1}}, None)
+    answer = api.get("/allocation_candidates?resources=VCPU:1,MEMORY_MB:1", version="1.39")
+    assert answer.status_code == 200
+    fleet = engine.snapshot()
+    assert fleet.patched_from is not None
+    lineage = fleet.derived["root-answers"]
+    assert lineage and all(revision >= fleet.patched_from for revision, _ in lineage.values())

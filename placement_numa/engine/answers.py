@@ -102,6 +102,12 @@ def root_answers(fleet: FleetSnapshot, key: object) -> dict[int, Any]:
                 for root, answer in dict(base[1]).items()
                 if root not in replaced and root not in shared
             }
+        # an entry older than the snapshot this one was patched from can never be carried
+        # again (one step at a time): dropped, so the lineage keeps no retired snapshot's
+        # answers alive
+        oldest = fleet.revision if fleet.patched_from is None else fleet.patched_from
+        for stale in [k for k, (revision, _) in lineage.items() if revision < oldest]:
+            del lineage[stale]
         if len(lineage) >= MAX_SNAPSHOT_QUERIES:
             lineage.pop(next(iter(lineage)), None)
         lineage[key] = (fleet.revision, found)
