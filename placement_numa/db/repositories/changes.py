@@ -358,18 +358,16 @@ _PRUNE = delete(t.placement_changes).where(
 )
 
 
-_ONE_RANGE = (
-    select(
-        t.placement_changes.c.revision,
-        t.placement_changes.c.kind,
-        t.placement_changes.c.provider_id,
-        t.placement_changes.c.generation,
-    )
-    .where(
-        t.placement_changes.c.revision > bindparam("after"),
-        t.placement_changes.c.revision <= bindparam("upto"),
-    )
-    .order_by(t.placement_changes.c.revision, t.placement_changes.c.id)
+# what a reader of the change log takes of each row, oldest first
+_CHANGE_ROWS = select(
+    t.placement_changes.c.revision,
+    t.placement_changes.c.kind,
+    t.placement_changes.c.provider_id,
+    t.placement_changes.c.generation,
+).order_by(t.placement_changes.c.revision, t.placement_changes.c.id)
+_ONE_RANGE = _CHANGE_ROWS.where(
+    t.placement_changes.c.revision > bindparam("after"),
+    t.placement_changes.c.revision <= bindparam("upto"),
 )
 
 
@@ -391,11 +389,7 @@ def changes_since_revisions(
         result = conn.execute(_ONE_RANGE, {"after": bounds[0][0], "upto": bounds[0][1]})
     else:
         ranges = [and_(pc.c.revision > low, pc.c.revision <= high) for low, high in bounds]
-        result = conn.execute(
-            select(pc.c.revision, pc.c.kind, pc.c.provider_id, pc.c.generation)
-            .where(or_(*ranges))
-            .order_by(pc.c.revision, pc.c.id)
-        )
+        result = conn.execute(_CHANGE_ROWS.where(or_(*ranges)))
     for encoded, kind, p, g in result:
         s, revision = divmod(int(encoded), STRIPE_SPAN)
         found.setdefault(s, []).append(
