@@ -19,7 +19,7 @@ import numpy
 from placement_numa.engine.answers import amounts_key, per_snapshot
 from placement_numa.engine.protocol import RankBoundFn
 from placement_numa.engine.replay import RootSearch, RootView
-from placement_numa.engine.root_classes import profile_classes
+from placement_numa.engine.root_classes import distinct, profile_classes
 
 __all__ = ["bounded_roots"]
 
@@ -67,20 +67,25 @@ def bounded_roots(
     theirs = ranker_classes[listed]
     if len(listed) == 0 or int(theirs.min()) < 0:
         return _one_by_one(searcher, listed.tolist(), bound, first, orders.tolist())
-    combined = engine_classes[listed].astype(numpy.int64) * (int(theirs.max()) + 1) + theirs
-    _, representatives, inverse = numpy.unique(combined, return_index=True, return_inverse=True)
+    ours = engine_classes[listed].astype(numpy.int64)
+    spread = int(theirs.max()) + 1
+    combined = ours * spread + theirs
+    _, representatives, inverse = distinct(combined, (int(ours.max()) + 1) * spread)
     keys = [bound(RootView(searcher, root)) for root in listed[representatives].tolist()]
     ranks = numpy.full(len(keys), -1, dtype=numpy.int64)
-    distinct: list[Any] = []  # bound per rank
+    bounds: list[Any] = []  # bound per rank
     for position in sorted((j for j, k in enumerate(keys) if k is not None), key=keys.__getitem__):
-        if not distinct or keys[position] != distinct[-1]:
-            distinct.append(keys[position])
-        ranks[position] = len(distinct) - 1
+        if not bounds or keys[position] != bounds[-1]:
+            bounds.append(keys[position])
+        ranks[position] = len(bounds) - 1
     per_root = ranks[inverse.reshape(-1)]
     found = per_root >= 0
     per_root, orders, listed = per_root[found], orders[found], listed[found]
-    sequence = numpy.lexsort((orders, per_root))
-    return _lazily(distinct, per_root[sequence], orders[sequence], listed[sequence])
+    # ``orders`` ascends, so a stable sort by rank orders by (rank, order); ranks that fit 16
+    # bits (nearly always: a few bound classes) are sorted by numpy's radix sort, O(roots)
+    small = per_root.astype(numpy.uint16) if len(bounds) <= 1 << 16 else per_root
+    sequence = numpy.argsort(small, kind="stable")
+    return _lazily(bounds, per_root[sequence], orders[sequence], listed[sequence])
 
 
 def _lazily(
