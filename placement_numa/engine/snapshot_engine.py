@@ -256,12 +256,19 @@ class _Stream:
         self, root: int, rank: RankFn, need: int | None
     ) -> Iterator[tuple[Any, Candidate]]:
         """``(key, candidate)`` of one root in rank order (ties: search order); at most
-        ``need`` ranked classes kept (all when the root may share candidates)."""
-        fleet = self.fleet
+        ``need`` ranked classes kept (all when the root may share candidates). A root answered
+        by replay (``replayed_bases``) is ranked at once and read from a list (no generator:
+        a first-time query over 1,000 roots resumes none per root)."""
         known = self.replayed_bases(root)
-        if known is not None:  # a look-alike tree's answer: ranked in one pass, no generators
-            yield from self.ranked_known(known, rank, need)
-            return
+        if known is not None:  # a look-alike tree's answer: ranked in one pass
+            return iter(self.ranked_known(known, rank, need))
+        return self.searched_root(root, rank, need)
+
+    def searched_root(
+        self, root: int, rank: RankFn, need: int | None
+    ) -> Iterator[tuple[Any, Candidate]]:
+        """``ranked_root`` of a root that is searched (not replayed), lazily."""
+        fleet = self.fleet
         keyed: Iterator[tuple[Any, float, Candidate]] = (
             (rank(c, fleet), n, c) for n, c in enumerate(self.bases(root))
         )
@@ -299,24 +306,26 @@ class _Stream:
         if taken < len(known):
             known = known[:taken]
         accept = self.accept
-        return known if accept is None else [c for c in known if accept(c)]
+        if accept is None:
+            return known
+        if len(known) == 1:  # most roots: one candidate per ordering class
+            return known if accept(known[0]) else []
+        return [c for c in known if accept(c)]
 
     def ranked_known(
         self, known: list[Candidate], rank: RankFn, need: int | None
-    ) -> Iterator[tuple[Any, Candidate]]:
+    ) -> list[tuple[Any, Candidate]]:
         """``ranked_root`` of a root whose bases are ``known`` (``replayed_bases``): ``(key,
-        candidate)`` in rank order, ties in search order, at most ``need``."""
+        candidate)`` in rank order, ties in search order, at most ``need``, as a list."""
         fleet = self.fleet
-        if len(known) == 1 and need != 0:
-            yield rank(known[0], fleet), known[0]
-            return
+        if len(known) <= 1 or need == 0:
+            return [(rank(known[0], fleet), known[0])] if known and need != 0 else []
         keyed = [(rank(c, fleet), n, c) for n, c in enumerate(known)]
         if need is not None and len(keyed) > need:
             keyed = heapq.nsmallest(need, keyed, key=_first_two)
         else:
             keyed.sort(key=_first_two)
-        for key, _, candidate in keyed:
-            yield key, candidate
+        return [(key, candidate) for key, _, candidate in keyed]
 
 
 def _first_two(item: tuple[Any, float, Candidate]) -> tuple[Any, float]:
