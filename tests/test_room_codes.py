@@ -54,6 +54,7 @@ def read_some(data: st.DataObject, fleet: FleetSnapshot) -> dict[str, int] | Non
 def test_codes_read_as_searched_equal_fresh_ones(data: st.DataObject) -> None:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(answers, "BLOCK_BITS", data.draw(st.sampled_from([0, 1, 2])))
+        patch.setattr(answers, "RUN_BLOCKS", data.draw(st.sampled_from([1, 2, 8])))
         check_lineage(data, data.draw(forests()))
 
 

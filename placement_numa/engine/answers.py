@@ -222,6 +222,9 @@ def lazy_room_codes(plan: QueryPlan) -> RoomCodes | None:
 
 # providers coded at a time by ``RoomCodes`` (a block is 2**BLOCK_BITS provider indices)
 BLOCK_BITS = 13
+# consecutive blocks ``RoomCodes`` codes in one pass (``whole``: 64 Ki providers a pass, which
+# stay in the CPU's cache between the passes of each class and level)
+RUN_BLOCKS = 8
 
 
 class RoomCodes:
@@ -285,16 +288,22 @@ class RoomCodes:
         return fresh
 
     def _code(self, fleet: FleetSnapshot, blocks: Iterable[int]) -> None:
-        """Code the blocks ``blocks`` not coded yet."""
-        size = len(self.array)
-        for block in blocks:
-            if self.done[block]:
-                continue
-            start = block << BLOCK_BITS
-            end = min(size, start + (1 << BLOCK_BITS))
+        """Code the blocks ``blocks`` not coded yet, up to ``RUN_BLOCKS`` consecutive ones in
+        one pass."""
+        size, done, array = len(self.array), self.done, self.array
+        pending = sorted(block for block in blocks if not done[block])
+        k = 0
+        while k < len(pending):
+            first = last = pending[k]
+            k += 1
+            while k < len(pending) and pending[k] == last + 1 and last - first + 1 < RUN_BLOCKS:
+                last = pending[k]
+                k += 1
+            start, end = first << BLOCK_BITS, min(size, (last + 1) << BLOCK_BITS)
             if start < end:
-                self.array[start:end] = _coded(fleet, self.levels, start, end)
-            self.done[block] = 1
+                array[start:end] = _coded(fleet, self.levels, start, end, array.dtype)
+            for block in range(first, last + 1):
+                done[block] = 1
 
 
 def _levels(amounts: dict[str, list[int]]) -> list[tuple[str, list[int]]] | None:
@@ -316,11 +325,14 @@ def _levels(amounts: dict[str, list[int]]) -> list[tuple[str, list[int]]] | None
     return found
 
 
-def _coded(fleet: FleetSnapshot, levels: list[tuple[str, list[int]]], start: int, end: int) -> Any:
-    """The codes of the providers ``start`` to ``end`` (indices, ``end`` excluded) as an int64
-    array: per class, how many of its sums the room admits, the classes as digits of one
-    number (all zeros for a query of no amounts)."""
-    codes = numpy.zeros(end - start, dtype=numpy.int64)
+def _coded(
+    fleet: FleetSnapshot, levels: list[tuple[str, list[int]]], start: int, end: int, dtype: Any
+) -> Any:
+    """The codes of the providers ``start`` to ``end`` (indices, ``end`` excluded) as an array
+    of ``dtype`` (int32 when every code fits: ``RoomCodes``; a third less time than int64 at
+    700,000 providers): per class, how many of its sums the room admits, the classes as
+    digits of one number (all zeros for a query of no amounts)."""
+    codes = numpy.zeros(end - start, dtype=dtype)
     for rc, sums in levels:
         rooms = fleet.room_column(rc)[start:end]
         codes *= len(sums) + 1
