@@ -89,7 +89,7 @@ def bounded_roots(
 
 
 def _lazily(
-    distinct: list[Any], ranks: Any, orders: Any, roots: Any
+    bounds: list[Any], ranks: Any, orders: Any, roots: Any
 ) -> Iterator[tuple[Any, int, int]]:
     """``(bound, order, root)`` from the sorted columns, converted as the merge asks (a chunk
     at a time: a small ``limit`` reads the first few of 100,000 roots)."""
@@ -102,7 +102,7 @@ def _lazily(
             roots[start:end].tolist(),
             strict=True,
         ):
-            yield distinct[rank], order, root
+            yield bounds[rank], order, root
 
 
 def _one_by_one(

@@ -131,12 +131,9 @@ class RootSearch:
         if known is None:
             return None
         members, layout = self.plan.fleet.tree[root], self.layout
-        if len(known) == 1:  # most roots (no comprehension frame per root)
-            found = kept[root] = [Candidate(root, None, None, layout, members, known[0])]
-        else:
-            found = kept[root] = [
-                Candidate(root, None, None, layout, members, entry) for entry in known
-            ]
+        found = kept[root] = [
+            Candidate(root, None, None, layout, members, entry) for entry in known
+        ]
         return found
 
     def _entry_orderings(self, entry: TemplateEntry) -> Iterator[TemplateEntry]:

@@ -306,11 +306,7 @@ class _Stream:
         if taken < len(known):
             known = known[:taken]
         accept = self.accept
-        if accept is None:
-            return known
-        if len(known) == 1:  # most roots: one candidate per ordering class
-            return known if accept(known[0]) else []
-        return [c for c in known if accept(c)]
+        return known if accept is None else [c for c in known if accept(c)]
 
     def ranked_known(
         self, known: list[Candidate], rank: RankFn, need: int | None
@@ -318,8 +314,10 @@ class _Stream:
         """``ranked_root`` of a root whose bases are ``known`` (``replayed_bases``): ``(key,
         candidate)`` in rank order, ties in search order, at most ``need``, as a list."""
         fleet = self.fleet
-        if len(known) <= 1 or need == 0:
-            return [(rank(known[0], fleet), known[0])] if known and need != 0 else []
+        if not known or need == 0:
+            return []
+        if len(known) == 1:
+            return [(rank(known[0], fleet), known[0])]
         keyed = [(rank(c, fleet), n, c) for n, c in enumerate(known)]
         if need is not None and len(keyed) > need:
             keyed = heapq.nsmallest(need, keyed, key=_first_two)
