@@ -9,6 +9,7 @@ import gc
 from typing import Any
 
 from placement_numa.api.engine_dep import engine_for_state
+from placement_numa.engine.handover import YOUNG_COLLECTION_THRESHOLD, young_collections
 from tests.conftest import PlacementAPI
 from tests.test_cell_index_patch import allocate
 from tests.test_numa_api import post, two_cell_host
@@ -37,3 +38,21 @@ def test_filtered_flavor_queries_leave_the_snapshot_to_be_patched_in_place(
         if collecting:
             gc.enable()
     assert source.patches_in_place == before + 1
+
+
+def test_a_frozen_fleet_makes_young_collections_rarer(api: PlacementAPI) -> None:
+    """Once a fleet is loaded and frozen, the young generation is collected every
+    ``YOUNG_COLLECTION_THRESHOLD`` allocations; a rarer setting, or automatic collection
+    turned off (0), is left as it is, and the older generations keep theirs."""
+    saved = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 11, 12)
+        two_cell_host(api, "young")
+        assert post(api, flavor=PAGED)["allocation_requests"]  # a fleet loaded and frozen
+        assert gc.get_threshold() == (YOUNG_COLLECTION_THRESHOLD, 11, 12)
+        for kept in ((YOUNG_COLLECTION_THRESHOLD * 2, 11, 12), (0, 11, 12)):
+            gc.set_threshold(*kept)
+            young_collections()
+            assert gc.get_threshold() == kept
+    finally:
+        gc.set_threshold(*saved)
