@@ -48,7 +48,7 @@ def test_a_frozen_fleet_makes_young_collections_rarer(api: PlacementAPI) -> None
     try:
         gc.set_threshold(700, 11, 12)
         two_cell_host(api, "young")
-        assert post(api, flavor=PAGED)["allocation_requests"]  # a fleet loaded and frozen
+        assert post(api, flavor=PAGED)["allocation_requests"]  # the fleet refreshed
         assert gc.get_threshold() == (YOUNG_COLLECTION_THRESHOLD, 11, 12)
         for kept in ((YOUNG_COLLECTION_THRESHOLD * 2, 11, 12), (0, 11, 12)):
             gc.set_threshold(*kept)
