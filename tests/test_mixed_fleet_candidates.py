@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from placement_numa.domain.request_groups import CandidateQuery, RequestGroup
-from placement_numa.engine import SnapshotEngine, StaticFleetSource, replay
+from placement_numa.engine import SnapshotEngine, StaticFleetSource, replay, snapshot_engine
 from placement_numa.engine.fleet import FleetSnapshot
 from tests.candidate_oracle import oracle
 
@@ -28,10 +28,16 @@ PAGES = ("4K", "2M", "1G")
 PAGE_TRAITS = {p: f"CUSTOM_MEMORY_PAGE_SIZE_{p}" for p in PAGES}
 
 
-@st.composite
-def mixed_fleets(draw: Any, max_hosts: int = 4) -> FleetSnapshot:
+def mixed_fleets(max_hosts: int = 4) -> st.SearchStrategy[FleetSnapshot]:
     """2-``max_hosts`` hosts: root ``DISK_GB``; 1-2 cells (``HW_NUMA_ROOT``, ``VCPU``, ``PCPU``)
     with 4K and 2M page children and sometimes 1G; usage near the queries' sums."""
+    return mixed_fleet_rows(max_hosts).map(lambda rows: FleetSnapshot.build(1, *rows))
+
+
+@st.composite
+def mixed_fleet_rows(draw: Any, max_hosts: int = 4) -> tuple[list[Any], ...]:
+    """The rows of ``mixed_fleets``: ``(providers, inventories, usages, traits)`` as
+    ``FleetSnapshot.build`` takes them."""
     providers: list[Any] = []
     inventories: list[Any] = []
     usages: list[Any] = []
@@ -64,7 +70,7 @@ def mixed_fleets(draw: Any, max_hosts: int = 4) -> FleetSnapshot:
                 step = {"4K": 1, "2M": 2, "1G": 1024}[page]
                 total = draw(st.sampled_from((1024, 2048, 4096, 6144, 8192)))
                 inventory(child, "MEMORY_MB", total, step)
-    return FleetSnapshot.build(1, providers, inventories, usages, traits)
+    return providers, inventories, usages, traits
 
 
 @st.composite
@@ -121,3 +127,30 @@ def test_mixed_fleet_answers_equal_oracle_and_exact_replay(
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(replay, "room_codes", lambda plan: None)
         assert keys(fleet, query) == found
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mixed_fleet_rows(), mixed_queries(), st.integers(1, 6))
+def test_roots_classed_at_once_answer_as_one_by_one(
+    rows: tuple[list[Any], ...], query: CandidateQuery, limit: int
+) -> None:
+    """An unranked search that classes every root at once (``RootSearch.classify_roots``)
+    answers as one that gathers each root's member codes, with and without a limit; each
+    search on a fresh snapshot, so no answer kept by an earlier one serves it."""
+    classed_calls: list[object] = []
+    original = replay.RootSearch.classify_roots
+
+    def counted(self: replay.RootSearch) -> Any:
+        classed_calls.append(original(self))
+        return classed_calls[-1]
+
+    def fresh(**options: Any) -> list[Any]:
+        return keys(FleetSnapshot.build(1, *rows), query, **options)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(replay.RootSearch, "classify_roots", counted)
+        classed = (fresh(), fresh(limit=limit))
+    assert len(classed_calls) == 2  # a fleet of a few hosts: every search may read them all
+    with pytest.MonkeyPatch.context() as patch:  # no search classes its roots
+        patch.setattr(snapshot_engine, "CLASSIFY_SHARE", 0)
+        assert (fresh(), fresh(limit=limit)) == classed

@@ -16,10 +16,9 @@ from typing import Any
 
 import numpy
 
-from placement_numa.engine.answers import amounts_key, per_snapshot
 from placement_numa.engine.protocol import RankBoundFn
 from placement_numa.engine.replay import RootSearch, RootView
-from placement_numa.engine.root_classes import distinct, profile_classes
+from placement_numa.engine.root_classes import distinct
 
 __all__ = ["bounded_roots"]
 
@@ -46,11 +45,9 @@ def bounded_roots(
         return ()
     classes_of = getattr(bound, "root_classes", None)
     ranker_classes = None
-    codes = None
     if classes_of is not None and searcher.by_profile and searcher.codes is not None:
         ranker_classes = classes_of(fleet)
-        codes = searcher.codes.whole(fleet)
-    if ranker_classes is None or codes is None:
+    if ranker_classes is None:
         return _one_by_one(searcher, roots, bound, first)
     listed = numpy.fromiter(roots, dtype=numpy.int64)
     orders = numpy.arange(len(listed), dtype=numpy.int64)
@@ -58,12 +55,7 @@ def bounded_roots(
         shared = numpy.isin(listed, numpy.fromiter(sharing_roots, dtype=numpy.int64))
         first.extend(zip(orders[shared].tolist(), listed[shared].tolist(), strict=True))
         listed, orders = listed[~shared], orders[~shared]
-    kept = per_snapshot(fleet, "profile-classes")
-    key = amounts_key(searcher.plan)
-    engine_classes = kept.get(key)
-    if engine_classes is None:
-        engine_classes = kept[key] = profile_classes(fleet, codes)
-    searcher.use_profile_classes(engine_classes)
+    engine_classes = searcher.classify_roots()
     theirs = ranker_classes[listed]
     if len(listed) == 0 or int(theirs.min()) < 0:
         return _one_by_one(searcher, listed.tolist(), bound, first, orders.tolist())

@@ -3,8 +3,10 @@ per root.
 
 ``RootSearch._profile`` tells, root by root, what decides a root's answer up to renaming its
 members: the tree's shape (``FleetSnapshot.shape_profiles``) and the room codes of its members
-(``answers.room_codes``). A ranked search that bounds every root (``merge.merge_ranked``) needs
-that for every root of the fleet, so here it is computed for all roots at once:
+(``answers.room_codes``). A ranked search that bounds every root (``merge.merge_ranked``), and
+an unranked one that reads every root or many (no limit, a limit near the fleet's size:
+``snapshot_engine.CLASSIFY_SHARE``), need that for every root of the fleet, so here it is
+computed for all roots at once (``RootSearch.classify_roots`` reads it):
 
 * ``tree_layout(fleet)``: the roots grouped by shape, with their members as a 2-D array per
   shape (``roots x members``); built once per full snapshot and shared by the snapshots
