@@ -137,20 +137,21 @@ def test_roots_classed_at_once_answer_as_one_by_one(
     """An unranked search that classes every root at once (``RootSearch.classify_roots``)
     answers as one that gathers each root's member codes, with and without a limit; each
     search on a fresh snapshot, so no answer kept by an earlier one serves it."""
-    classed_calls: list[object] = []
+    classed: list[object] = []  # what each search's classify_roots returned
     original = replay.RootSearch.classify_roots
 
     def counted(self: replay.RootSearch) -> Any:
-        classed_calls.append(original(self))
-        return classed_calls[-1]
+        classed.append(original(self))
+        return classed[-1]
 
     def fresh(**options: Any) -> list[Any]:
         return keys(FleetSnapshot.build(1, *rows), query, **options)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(replay.RootSearch, "classify_roots", counted)
-        classed = (fresh(), fresh(limit=limit))
-    assert len(classed_calls) == 2  # a fleet of a few hosts: every search may read them all
+        answers = (fresh(), fresh(limit=limit))
+    # a fleet of a few hosts: both searches may read every root, and both classed them
+    assert len(classed) == 2 and all(c is not None for c in classed)
     with pytest.MonkeyPatch.context() as patch:  # no search classes its roots
         patch.setattr(snapshot_engine, "CLASSIFY_SHARE", 0)
-        assert (fresh(), fresh(limit=limit)) == classed
+        assert (fresh(), fresh(limit=limit)) == answers

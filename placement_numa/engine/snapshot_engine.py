@@ -179,7 +179,7 @@ class _Stream:
                 listed = list(roots)  # every one is read
                 roots, reads = listed, len(listed)
             else:
-                reads = need  # roots read, about at most (one candidate or more each)
+                reads = need  # about as many roots as candidates (plus roots with none)
             if reads * CLASSIFY_SHARE >= len(fleet.roots):
                 self.searcher.classify_roots()
         if self.engine.randomize:
