@@ -17,8 +17,10 @@ from placement_numa.api.schemas.allocation_candidates import (
     encode_candidates,
     render_candidates,
 )
+from placement_numa.api.schemas.candidate_pieces import _compile, _Compiled
 from placement_numa.engine import SnapshotEngine, StaticFleetSource
-from tests.candidate_fleets import forests, queries
+from placement_numa.engine.candidates import TemplateEntry
+from tests.candidate_fleets import forests, queries, with_copies
 
 VERSIONS = [mv.Microversion(1, minor) for minor in (10, 12, 17, 27, 29, 34, 39)]
 
@@ -40,3 +42,31 @@ def test_encoded_body_equals_reference(data: st.DataObject) -> None:
                 result, query, version, nested_aware=nested_aware, fragments=fragments
             )
             assert orjson.loads(encoded) == expected, version
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_entries_compiled_by_content_serve_new_answers(data: st.DataObject) -> None:
+    """Template entries are compiled once per content and shape (``_Compiled``): an entry
+    object never seen (as every new answer of the engine brings) with the content of one
+    compiled before gets that compiled format, which is what compiling it gives; and bodies
+    written from one process cache after other queries still equal the reference."""
+    fleet = with_copies(data.draw(forests()), 2)  # look-alike trees: replayed candidates
+    asked = data.draw(st.lists(queries(len(fleet.providers)), min_size=1, max_size=3))
+    version = data.draw(st.sampled_from([mv.Microversion(1, 34), mv.Microversion(1, 39)]))
+    fragments = FragmentCache()
+    for query in [*asked, asked[0]]:  # the first query again, answered by a new engine
+        result = SnapshotEngine(StaticFleetSource(fleet)).search(query, nested_aware=True)
+        expected = render_candidates(result, query, version, nested_aware=True)
+        encoded = encode_candidates(result, query, version, nested_aware=True, fragments=fragments)
+        assert orjson.loads(encoded) == expected
+        compiled = _Compiled(with_mappings=version >= mv.CANDIDATE_MAPPINGS)
+        for candidate in result.candidates:
+            entry = candidate.entry
+            if entry is None:
+                continue
+            first = compiled.of(entry, candidate.layout)
+            chosen = tuple(list(entry.chosen))  # equal content, new objects
+            alike = TemplateEntry(chosen, tuple(tuple(list(a)) for a in entry.allocations))
+            assert compiled.of(alike, candidate.layout) is first
+            assert first == _compile(alike, candidate.layout, compiled.with_mappings)
