@@ -41,12 +41,15 @@ QUERY = CandidateQuery(
 
 
 def hosts_by_uuid(fleet: FleetSnapshot, index: CellIndex) -> dict[str, Any]:
-    """Every root's host entry, by uuids (indices differ between patched and fresh builds)."""
+    """Every root's host entry, by uuids (indices differ between patched and fresh builds);
+    the hosts of one host class share one ``HostCells``."""
     view = host_view(fleet, index, CPU)
     uuids = fleet.uuids
     found = {}
+    by_class: dict[int, Any] = {}
     for root in fleet.roots:
-        ids, host, _ = view.host(fleet, root)
+        ids, host, number = view.host(fleet, root)
+        assert by_class.setdefault(number, host) is host  # one HostCells per host class
         found[uuids[root]] = (
             {uuids[cell]: cell_id for cell, cell_id in ids.items()},
             dict(host.free_cpus),

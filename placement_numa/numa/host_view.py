@@ -5,7 +5,8 @@ CPU classes a query counts, ``HostView`` holds per root (compute node):
 
 * ``ids``: cell provider index -> host cell id (from the cell provider's name
   ``<host>_NUMA<id>``, else its order among the tree's ``HW_NUMA_ROOT`` providers);
-* ``HostCells``: free CPUs per cell id (the classes asked) and the host's SLIT matrix;
+* ``HostCells``: free CPUs per cell id (the classes asked) and the host's SLIT matrix, one
+  object per host class, shared by the hosts of that class;
 * a host class number: equal for hosts with equal free CPUs per cell id and equal distances
   (they score any cell usage alike), and a bound class (cell ids in tree order and host class:
   the rank bound's look of a host, ``NumaRanker.bound``) as an int64 column over provider
@@ -47,11 +48,13 @@ HostEntry = tuple[dict[int, int], HostCells, int]
 
 class _Tables:
     """Content-keyed numbering shared by the views of one lineage (append-only): cell
-    positions and free CPUs per root profile, host classes, bound classes."""
+    positions and free CPUs per root profile, host classes (and one ``HostCells`` per class,
+    shared by its hosts: equal free CPUs per cell id and equal distances), bound classes."""
 
     def __init__(self) -> None:
         self.shapes: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
         self.host_classes: dict[tuple[object, ...], int] = {}
+        self.host_cells: dict[int, HostCells] = {}
         self.bound_classes: dict[tuple[object, ...], int] = {}
 
 
@@ -142,8 +145,7 @@ class HostView:
             cell_id = cell_ids.get(uuids[cell])
             ids[cell] = cell_id if cell_id is not None else order
         free = {ids[members[k]]: f for k, f in zip(positions, frees, strict=True)}
-        host = HostCells(free, self.index.distances.get(uuids[root]))
-        matrix = host.distances
+        matrix = self.index.distances.get(uuids[root])
         frozen = (
             None
             if matrix is None
@@ -154,6 +156,10 @@ class HostView:
         number = classes.get(key)
         if number is None:
             number = classes.setdefault(key, len(classes))
+        # one HostCells per host class (about 30 MiB less per view at 100,000 hosts)
+        host = self.tables.host_cells.get(number)
+        if host is None:
+            host = self.tables.host_cells.setdefault(number, HostCells(free, matrix))
         return ids, host, number
 
 
