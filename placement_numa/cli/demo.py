@@ -31,6 +31,7 @@ with one resource class and the number of assignable functions as inventory (iss
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import threading
 import time
@@ -51,7 +52,9 @@ __all__ = [
     "Send",
     "kep_four_cells",
     "kep_eight_cells",
+    "load_demo",
     "load_when_up",
+    "load_when_up_apart",
 ]
 
 # send(method, path, json body or None) -> (status, parsed JSON or None)
@@ -468,19 +471,34 @@ def run(args: argparse.Namespace) -> int:
 def load_when_up(base_url: str, token: str = "admin") -> threading.Thread:
     """``serve --demo``: in a daemon thread, wait for the server at ``base_url`` and load the
     demo fleet if it has no resource provider yet. Returns the started thread."""
-
-    def _load() -> None:
-        send = httpx_sender(base_url, token)
-        try:
-            wait_until_up(send, seconds=60)
-            if fleet_is_empty(send):
-                loaded = load_fleet(send, demo_fleet(with_devices=True))
-                print(f"demo: loaded {len(loaded)} hosts ({', '.join(loaded)})", flush=True)
-            else:
-                print("demo: database not empty; demo fleet not loaded", flush=True)
-        except Exception as exc:  # noqa: BLE001 - report and let the server run
-            print(f"demo: not loaded: {exc}", file=sys.stderr, flush=True)
-
-    thread = threading.Thread(target=_load, name="demo-loader", daemon=True)
+    thread = threading.Thread(
+        target=load_demo, args=(base_url, token), name="demo-loader", daemon=True
+    )
     thread.start()
     return thread
+
+
+def load_when_up_apart(base_url: str, token: str = "admin") -> subprocess.Popen[bytes]:
+    """``serve --demo --prefork``: ``load_when_up`` in a process of its own, so that the
+    supervisor holds no thread when it forks workers (a thread inside a lock at a fork, such
+    as a stream's while it logs, leaves the child's copy of that lock held forever: the worker
+    hangs on its first log line). The process ends once the fleet is loaded or not; the
+    supervisor may reap it (an unknown child to it). Returns the started process."""
+    code = "import sys; from placement_numa.cli.demo import load_demo; load_demo(*sys.argv[1:])"
+    return subprocess.Popen([sys.executable, "-c", code, base_url, token])
+
+
+def load_demo(base_url: str, token: str = "admin") -> None:
+    """Wait (60 s at most) for the server at ``base_url`` and load the demo fleet if it has no
+    resource provider yet; prints one line: ``demo: loaded N hosts (...)``, or why not (on
+    stderr). Raises nothing."""
+    send = httpx_sender(base_url, token)
+    try:
+        wait_until_up(send, seconds=60)
+        if fleet_is_empty(send):
+            loaded = load_fleet(send, demo_fleet(with_devices=True))
+            print(f"demo: loaded {len(loaded)} hosts ({', '.join(loaded)})", flush=True)
+        else:
+            print("demo: database not empty; demo fleet not loaded", flush=True)
+    except Exception as exc:  # noqa: BLE001 - report and let the server run
+        print(f"demo: not loaded: {exc}", file=sys.stderr, flush=True)

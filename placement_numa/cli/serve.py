@@ -128,9 +128,13 @@ def run(args: argparse.Namespace) -> int:
     if settings.workers > 1 and settings.metrics_enabled:
         _multiprocess_metrics_dir()
     if getattr(args, "demo", False):
-        from placement_numa.cli.demo import load_when_up
+        from placement_numa.cli.demo import load_when_up, load_when_up_apart
 
-        load_when_up(f"http://{settings.host}:{settings.port}")
+        demo_url = f"http://{settings.host}:{settings.port}"
+        if settings.workers > 1 and settings.prefork:  # no thread in a process that forks
+            load_when_up_apart(demo_url)
+        else:
+            load_when_up(demo_url)
     os.environ[ENV_HEADER_TIMEOUT] = str(settings.header_read_timeout)
     options: dict[str, Any] = {
         "host": settings.host,
