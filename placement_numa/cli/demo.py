@@ -482,8 +482,9 @@ def load_when_up_apart(base_url: str, token: str = "admin") -> subprocess.Popen[
     """``serve --demo --prefork``: ``load_when_up`` in a process of its own, so that the
     supervisor holds no thread when it forks workers (a thread inside a lock at a fork, such
     as a stream's while it logs, leaves the child's copy of that lock held forever: the worker
-    hangs on its first log line). The process ends once the fleet is loaded or not; the
-    supervisor may reap it (an unknown child to it). Returns the started process."""
+    hangs on its first log line). The process ends once the fleet is loaded or not (within
+    the 60 s wait of ``load_demo`` plus the load); the supervisor may reap it (an unknown
+    child to it). Returns the started process; raises ``OSError`` when it cannot start."""
     code = "import sys; from placement_numa.cli.demo import load_demo; load_demo(*sys.argv[1:])"
     return subprocess.Popen([sys.executable, "-c", code, base_url, token])
 

@@ -127,11 +127,12 @@ def run(args: argparse.Namespace) -> int:
     os.environ["PLACEMENT_NUMA_AUTH_STRATEGY"] = settings.auth_strategy
     if settings.workers > 1 and settings.metrics_enabled:
         _multiprocess_metrics_dir()
+    prefork = settings.workers > 1 and settings.prefork
     if getattr(args, "demo", False):
         from placement_numa.cli.demo import load_when_up, load_when_up_apart
 
         demo_url = f"http://{settings.host}:{settings.port}"
-        if settings.workers > 1 and settings.prefork:  # no thread in a process that forks
+        if prefork:  # no thread in a process that forks
             load_when_up_apart(demo_url)
         else:
             load_when_up(demo_url)
@@ -146,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
         "http": GuardedHttpToolsProtocol,  # header read timeout (cli/http_timeouts.py)
         "timeout_keep_alive": max(1, round(settings.keep_alive_timeout)),
     }
-    if settings.workers > 1 and settings.prefork:
+    if prefork:
         from placement_numa.cli.prefork import serve_prefork
 
         serve_prefork(settings, options)
