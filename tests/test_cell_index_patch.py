@@ -95,3 +95,41 @@ def test_flavor_queries_leave_the_snapshot_to_be_patched_in_place(api: Placement
         if collecting:
             gc.enable()
     assert source.patches - source.patches_in_place == copied  # every patch in place
+
+
+def test_a_query_after_several_writes_patches_what_they_changed(api: PlacementAPI) -> None:
+    """The first flavor query after several refreshes (a prefork worker's, after the claims
+    and queries it answered since the supervisor read the index) patches the cell index and
+    derives the host view from those read before (``FleetSnapshot.changes_since``), and sees
+    every write: claims and a renamed compute node."""
+    from placement_numa.api.engine_dep import engine_for_state
+    from placement_numa.numa.host_view import host_view
+
+    state = api.client.app.state  # type: ignore[attr-defined]
+    first = two_cell_host(api, "first")
+    two_cell_host(api, "second")
+    assert hosts_found(api) == {"first", "second"}
+    cache = cell_index_for_state(state)
+    loads, patches = cache.loads, cache.patches
+    engine = engine_for_state(state)
+    seen = engine.snapshot().revision
+
+    def refreshed() -> None:  # a query that is not a flavor's refreshes the snapshot
+        assert api.get("/allocation_candidates?resources=VCPU:1", version=V).status_code == 200
+
+    for _ in range(3):
+        allocate(api, first)
+        refreshed()
+    renamed = api.put(
+        f"/resource_providers/{first['root']}",
+        json={"name": "renamed", "parent_provider_uuid": None},
+        version=V,
+    )
+    assert renamed.status_code == 200, renamed.text
+    refreshed()
+    fleet = engine.snapshot()
+    assert fleet.patched_from is not None and fleet.patched_from > seen  # several patches
+    assert hosts_found(api) == {"renamed", "second"}
+    assert (cache.loads, cache.patches) == (loads, patches + 1)
+    index = cache.get(state.database, fleet.revision, fleet)
+    assert host_view(fleet, index, ("VCPU",)).derived_from == seen

@@ -21,6 +21,7 @@ from placement_numa.domain.request_groups import CandidateQuery, RequestGroup
 from placement_numa.engine.answers import room_code_array, room_codes
 from placement_numa.engine.fleet import FleetSnapshot
 from placement_numa.engine.fleet_patch import replace_trees
+from placement_numa.engine.patch_log import record_patch
 from placement_numa.engine.plan import plan_query
 from placement_numa.engine.replay import RootSearch
 from placement_numa.engine.root_classes import profile_classes
@@ -108,13 +109,30 @@ def test_derived_views_equal_fresh_ones(data: st.DataObject) -> None:
         host_view_module.MAX_CHANGED = saved
 
 
-def check_lineage(data: st.DataObject, current: FleetSnapshot) -> None:
-    """Derived views, codes and classes equal fresh ones along 1-4 patches of ``current``."""
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(st.data())
+def test_views_derived_across_patches_equal_fresh_ones(data: st.DataObject) -> None:
+    """A view looked at before 2-4 recorded patches and not between (a prefork supervisor's,
+    ``cli.prefork.warm``, at a worker's first flavor query after claims) is derived from, with
+    the trees of every patch recomputed."""
+    check_lineage(data, data.draw(forests()), between=False)
+
+
+def check_lineage(data: st.DataObject, current: FleetSnapshot, *, between: bool = True) -> None:
+    """Derived views, codes and classes equal fresh ones along 1-4 patches of ``current``;
+    views are looked at after some patches only (``between``; else only after the last), so
+    that some are derived across several (``FleetSnapshot.changes_since``; a patch left out of
+    the log makes a full build)."""
     index = CellIndex()
-    host_view(current, index, CPU)
+    viewed = host_view(current, index, CPU)
     classes_agree(current)
     state = state_of(current)
-    for revision in range(2, 2 + data.draw(st.integers(1, 4))):
+    last = 1 + data.draw(st.integers(1 if between else 2, 4))
+    for revision in range(2, last + 1):
         new_state = data.draw(edits(state, current.max_id))
         roots = touched_roots(state, new_state)
         replaced = [pid for pid in new_state if root_of(new_state, pid) in roots]
@@ -126,8 +144,17 @@ def check_lineage(data: st.DataObject, current: FleetSnapshot) -> None:
             owned=data.draw(st.booleans()),
         )
         assert patched is not None
+        if not between or data.draw(st.booleans()) or revision == last:
+            record_patch(patched)  # as the SQL fleet source does
         fresh = FleetSnapshot.build(revision, *rows(new_state, list(new_state)))
-        assert hosts_by_uuid(patched, index) == hosts_by_uuid(fresh, index)
+        if (between and data.draw(st.booleans())) or revision == last:
+            bound = max(host_view_module.MAX_CHANGED, len(patched.roots) // 2)
+            changes = patched.changes_since(viewed.revision, bound)
+            view = host_view(patched, index, CPU)
+            # derived from the last view looked at when the log knew what changed since
+            assert view.derived_from == (None if changes is None else viewed.revision)
+            assert hosts_by_uuid(patched, index) == hosts_by_uuid(fresh, index)
+            viewed = view
         assert codes_by_uuid(patched) == codes_by_uuid(fresh)  # patched from the previous
         for rc in RCS:  # room columns patched (in place when handed over) equal fresh ones
             assert columns_by_uuid(patched, rc) == columns_by_uuid(fresh, rc)

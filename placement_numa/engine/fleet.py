@@ -25,6 +25,7 @@ from typing import Any
 import numpy
 
 from placement_numa.engine.fleet_rows import build_infos, chain_of, set_depths
+from placement_numa.engine.patch_log import LineageChanges, changes_since
 from placement_numa.engine.providers import (
     SHARING_TRAIT,
     InventoryTuple,
@@ -37,6 +38,7 @@ __all__ = [
     "InventoryUsage",
     "ProviderInfo",
     "FleetSnapshot",
+    "LineageChanges",
     "ProviderTuple",
     "InventoryTuple",
     "SHARING_TRAIT",
@@ -276,6 +278,13 @@ class FleetSnapshot:
                     roots |= self.sharing_anchors.get(sharing, frozenset())
             found = self.class_roots[resource_class] = frozenset(roots)
         return found
+
+    def changes_since(self, revision: int, max_roots: int) -> LineageChanges | None:
+        """What changed between this lineage's snapshot at ``revision`` and this one
+        (``engine.patch_log.changes_since``: the trees replaced, those replaced for more than
+        their usage, whether writes beyond trees happened), or ``None`` when unknown or more
+        than ``max_roots`` trees changed. For caches derived at an older revision."""
+        return changes_since(self, revision, max_roots)
 
     def ancestors(self, index: int) -> tuple[int, ...]:
         """``index`` and its ancestors up to the root, nearest first."""

@@ -12,18 +12,21 @@ CPU classes a query counts, ``HostView`` holds per root (compute node):
   the rank bound's look of a host, ``NumaRanker.bound``) as an int64 column over provider
   indices, for the engine's classed bound (``engine.bounded_roots``).
 
-It is built once per full snapshot and CPU classes (O(hosts)), then derived for every snapshot
-patched from it by recomputing only the trees the refresh replaced
-(``FleetSnapshot.replaced_roots``): their entries sit beside the shared ones (folded in every
-``MAX_CHANGED`` replaced trees), so a request after a write pays for the trees that changed
-(issue 30). Views are kept on the snapshot's lineage (``FleetSnapshot.derived``, shared by
-snapshots patched from one full build), a few revisions per CPU classes.
+It is built once per full snapshot and CPU classes (O(hosts)), then derived for every later
+snapshot of the lineage by recomputing only the trees replaced since the newest kept view
+(``FleetSnapshot.changes_since``, across any number of patches): their entries sit beside the
+shared ones (folded in every ``MAX_CHANGED`` replaced trees), so a request after writes pays
+for the trees that changed (issue 30), and a view a prefork supervisor built before forking
+(``cli.prefork.warm``) serves every worker after its claims. Views are kept on the snapshot's
+lineage (``FleetSnapshot.derived``, shared by snapshots patched from one full build), a few
+revisions per CPU classes.
 """
 
 from __future__ import annotations
 
 import gc
 import threading
+from collections.abc import Collection
 from typing import Any
 
 import numpy
@@ -70,8 +73,11 @@ class HostView:
         cpu_classes: tuple[str, ...],
         tables: _Tables,
         base: HostView | None = None,
+        replaced: Collection[int] = (),
     ) -> None:
         self.revision = fleet.revision
+        # the revision of the view this one was derived from (``None``: built whole)
+        self.derived_from = None if base is None else base.revision
         self.index = index
         self.cpu_classes = cpu_classes
         self.tables = tables
@@ -88,7 +94,7 @@ class HostView:
         self.hosts = base.hosts
         self.changed = dict(base.changed)
         self.bound_classes[: len(base.bound_classes)] = base.bound_classes[:size]
-        for root in fleet.replaced_roots:
+        for root in replaced:
             self.changed[root] = None
             self.bound_classes[root] = -1
             if root in fleet.tree and fleet.providers[root].parent < 0:
@@ -169,12 +175,14 @@ def _built(
     cpu_classes: tuple[str, ...],
     tables: _Tables,
     base: HostView | None,
+    replaced: Collection[int],
 ) -> HostView:
-    """A new ``HostView``; a full build (a few long-lived objects per host, like the snapshot
-    itself: ``engine.handover``) runs without the cyclic collector and is frozen after
+    """A new ``HostView`` (derived from ``base`` with the trees ``replaced`` recomputed); a
+    full build (a few long-lived objects per host, like the snapshot itself:
+    ``engine.handover``) runs without the cyclic collector and is frozen after
     (``gc.freeze``), so that no later collection walks it again."""
     if base is not None:
-        return HostView(fleet, index, cpu_classes, tables, base)
+        return HostView(fleet, index, cpu_classes, tables, base, replaced)
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -191,21 +199,43 @@ def _same_index(a: CellIndex, b: CellIndex) -> bool:
     return a is b or (a.cell_ids == b.cell_ids and a.distances == b.distances)
 
 
+def _base(
+    fleet: FleetSnapshot, index: CellIndex, kept: dict[int, HostView]
+) -> tuple[HostView, frozenset[int]] | None:
+    """The newest kept view of an earlier revision of ``fleet``'s lineage and the trees
+    replaced since (``FleetSnapshot.changes_since``: across several patches, so that a view
+    built before a prefork supervisor forked serves its workers after many claims), when
+    ``fleet`` can be derived from it: at most half the hosts (or ``MAX_CHANGED``) changed, and
+    ``index`` is that
+    view's or differs from it only in the changed trees (no write beyond trees in between)."""
+    older = [revision for revision in list(kept) if revision < fleet.revision]
+    if not older:
+        return None
+    base = kept.get(max(older))
+    if base is None:
+        return None
+    changes = fleet.changes_since(base.revision, max(MAX_CHANGED, len(fleet.roots) // 2))
+    if changes is None:
+        return None
+    if changes.beyond_trees and not _same_index(base.index, index):
+        return None
+    return base, changes.roots
+
+
 def host_view(fleet: FleetSnapshot, index: CellIndex, cpu_classes: tuple[str, ...]) -> HostView:
     """The ``HostView`` of ``fleet`` under ``index`` for ``cpu_classes``: kept, derived from
-    the view of the snapshot ``fleet`` was patched from (the replaced trees recomputed), or
-    built (O(hosts)). Thread-safe: concurrent callers may build the same view twice."""
+    the newest kept view of an earlier revision of the lineage (the trees replaced since
+    recomputed), or built (O(hosts)). Thread-safe: concurrent callers may build the same view
+    twice."""
     kept: dict[int, HostView] = fleet.derived.setdefault(("numa-host-view", cpu_classes), {})
     view = kept.get(fleet.revision)
     if view is not None and _same_index(view.index, index):
         return view
-    base = kept.get(fleet.patched_from) if fleet.patched_from is not None else None
-    if base is not None and not _same_index(base.index, index):
-        base = None
     tables = fleet.derived.setdefault(("numa-host-tables", cpu_classes), _Tables())
-    if view is not None:  # same snapshot, another index: rebuild under the new one
-        base = None
-    view = _built(fleet, index, cpu_classes, tables, base)
+    # same snapshot, another index: rebuilt under the new one
+    found = _base(fleet, index, kept) if view is None else None
+    base, replaced = found if found is not None else (None, frozenset[int]())
+    view = _built(fleet, index, cpu_classes, tables, base, replaced)
     with _LOCK:
         kept[fleet.revision] = view
         while len(kept) > KEPT_REVISIONS:

@@ -74,6 +74,10 @@ __all__ = [
 
 V = TypeVar("V")
 
+# trees a cached cell index is patched for at least (else a tenth of the fleet's): past that,
+# it is read whole
+MIN_PATCHED_ROOTS = 1000
+
 
 def _cell_rows(conn: Any, roots: Collection[int] | None = None) -> CellIndex:
     """The cell names, distance matrices, host names and sockets of every tree (of ``roots``,
@@ -96,18 +100,16 @@ def _load_cell_index(database: Database) -> tuple[int, CellIndex]:
     return revision, index
 
 
-def _patched_index(database: Database, index: CellIndex, fleet: FleetSnapshot) -> CellIndex:
-    """``index`` (as of ``fleet.patched_from``) brought to ``fleet``: the rows of the trees the
-    refresh replaced are read again (the writes in between touched only those trees:
-    ``fleet.changed_beyond_trees`` is false), but for trees whose allocations alone changed
-    (``fleet.usage_roots``: nothing to read); the same object when none of them changed (an
-    allocation write), so caches keyed by the index stay valid."""
+def _patched_index(
+    database: Database, index: CellIndex, fleet: FleetSnapshot, reread: Collection[int]
+) -> CellIndex:
+    """``index`` (as of an earlier revision of ``fleet``'s lineage) brought to ``fleet``: the
+    rows of the trees ``reread`` (root indices: those replaced since for more than their usage,
+    ``FleetSnapshot.changes_since``; the writes in between touched only trees) are read again;
+    the same object when none of them changed (allocation writes only), so caches keyed by the
+    index stay valid."""
     providers = fleet.providers
-    roots = [
-        r
-        for r in fleet.replaced_roots
-        if r not in fleet.usage_roots and r in fleet.tree and providers[r].parent < 0
-    ]
+    roots = [r for r in reread if r in fleet.tree and providers[r].parent < 0]
     if not roots:
         return index
     with database.read() as conn:
@@ -158,9 +160,11 @@ class CellIndexCache:
         self, database: Database, revision: int, fleet: FleetSnapshot | None = None
     ) -> CellIndex:
         """The index as of ``revision`` (a ``FleetSnapshot.revision``) or later. With ``fleet``
-        (the snapshot at ``revision``) patched from the revision the cached index reflects and
-        only trees changed since (``FleetSnapshot.changed_beyond_trees`` false), only the
-        replaced trees are read again (``patches`` counts these)."""
+        (the snapshot at ``revision``) of a lineage that knows what changed since the revision
+        the cached index reflects (``FleetSnapshot.changes_since``: several patches, a
+        prefork worker's first NUMA query after claims included), only trees changed and at
+        most a tenth of them (or ``MIN_PATCHED_ROOTS``), only the trees replaced for more than
+        their usage are read again (``patches`` counts these); else the whole index is."""
         entry = self._entry
         if entry is not None and entry[0] >= revision:
             return entry[1]
@@ -168,14 +172,13 @@ class CellIndexCache:
             entry = self._entry
             if entry is not None and entry[0] >= revision:
                 return entry[1]
-            if (
-                entry is not None
-                and fleet is not None
-                and fleet.revision == revision
-                and fleet.patched_from == entry[0]
-                and not fleet.changed_beyond_trees
-            ):
-                entry = self._entry = (revision, _patched_index(database, entry[1], fleet))
+            changes = None
+            if entry is not None and fleet is not None and fleet.revision == revision:
+                bound = max(MIN_PATCHED_ROOTS, len(fleet.roots) // 10)
+                changes = fleet.changes_since(entry[0], bound)
+            if entry and fleet and changes is not None and not changes.beyond_trees:
+                index = _patched_index(database, entry[1], fleet, changes.reread)
+                entry = self._entry = (revision, index)
                 self.patches += 1
             else:
                 entry = self._entry = _load_cell_index(database)

@@ -31,6 +31,7 @@ from placement_numa.db.repositories import changes
 from placement_numa.engine.fleet import FleetSnapshot, InventoryTuple, ProviderTuple
 from placement_numa.engine.fleet_patch import replace_trees
 from placement_numa.engine.handover import SnapshotHolder
+from placement_numa.engine.patch_log import record_patch
 
 __all__ = [
     "current_revision",
@@ -341,6 +342,7 @@ def refresh_fleet(conn: Connection, fleet: FleetSnapshot, *, owned: bool = False
         patched.resource_class_names = frozenset(rc_names.values())
         patched.trait_names = frozenset(trait_names.values())
         patched.trait_order = {name: id_ for id_, name in trait_names.items()}
+    record_patch(patched)
     return _hold(patched, now)
 
 

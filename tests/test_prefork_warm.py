@@ -1,0 +1,45 @@
+"""What a prefork supervisor builds before it forks (``cli.prefork.warm``) serves its workers'
+NUMA flavor queries after writes: the tree layout and the NUMA host views of ``VCPU`` and
+``PCPU`` flavors are built once on the supervisor's snapshot, and a worker's first flavor query
+after claims and other queries derives its host view from the inherited one (the trees the
+claims replaced recomputed, ``FleetSnapshot.changes_since``) instead of building one per
+worker, which touched every provider and made each worker's copy of the fleet private
+(``doc/source/benchmarks/numa-flavor-scale.rst``, eleventh pass).
+"""
+
+from __future__ import annotations
+
+from placement_numa.api.cell_index_dep import cell_index_for_state
+from placement_numa.api.engine_dep import engine_for_state
+from placement_numa.cli.prefork import warm
+from placement_numa.numa.host_view import host_view
+from tests.conftest import PlacementAPI
+from tests.test_cell_index_patch import FLAVOR, allocate, hosts_found
+from tests.test_numa_api import V, two_cell_host
+
+
+def test_views_built_before_the_fork_serve_flavor_queries_after_claims(
+    api: PlacementAPI,
+) -> None:
+    state = api.client.app.state  # type: ignore[attr-defined]
+    first = two_cell_host(api, "first")
+    two_cell_host(api, "second")
+    warm(api.client.app)  # type: ignore[arg-type]
+    engine = engine_for_state(state)
+    fleet = engine.snapshot()
+    warmed = fleet.revision
+    assert fleet.tree_layout is not None
+    for cpu_classes in (("VCPU",), ("PCPU",)):  # kept on the lineage (``host_view``'s key)
+        assert warmed in fleet.derived[("numa-host-view", cpu_classes)]
+    del fleet
+
+    for _ in range(3):  # claims, each followed by a query that refreshes the snapshot
+        allocate(api, first)
+        answer = api.get("/allocation_candidates?resources=VCPU:1", version=V)
+        assert answer.status_code == 200, answer.text
+    assert hosts_found(api) == {"first", "second"}
+    assert FLAVOR["vcpus"] and FLAVOR["extra_specs"]  # a NUMA flavor: the VCPU host view
+    fleet = engine.snapshot()
+    assert fleet.revision > warmed
+    index = cell_index_for_state(state).get(state.database, fleet.revision, fleet)
+    assert host_view(fleet, index, ("VCPU",)).derived_from == warmed
