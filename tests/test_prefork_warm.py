@@ -9,9 +9,11 @@ worker, which touched every provider and made each worker's copy of the fleet pr
 
 from __future__ import annotations
 
+import socket
+
 from placement_numa.api.cell_index_dep import cell_index_for_state
 from placement_numa.api.engine_dep import engine_for_state
-from placement_numa.cli.prefork import warm
+from placement_numa.cli.prefork import WARMED, Supervisor, warm
 from placement_numa.numa.host_view import host_view
 from tests.conftest import PlacementAPI
 from tests.test_cell_index_patch import FLAVOR, allocate, hosts_found
@@ -43,3 +45,26 @@ def test_views_built_before_the_fork_serve_flavor_queries_after_claims(
     assert fleet.revision > warmed
     index = cell_index_for_state(state).get(state.database, fleet.revision, fleet)
     assert host_view(fleet, index, ("VCPU",)).derived_from == warmed
+
+
+def test_the_supervisor_builds_again_for_a_new_lineage_only(api: PlacementAPI) -> None:
+    """Before it forks a replacement, the supervisor refreshes its snapshot: a snapshot not
+    built by ``warm`` (a new lineage: loaded whole when the change log no longer reached)
+    gets everything built again, a patched one keeps what its lineage holds (building again
+    would touch every provider's page that earlier workers share)."""
+    state = api.client.app.state  # type: ignore[attr-defined]
+    first = two_cell_host(api, "first")
+    engine = engine_for_state(state)
+    assert WARMED not in engine.snapshot().derived  # loaded, never warmed: a new lineage
+    with socket.socket() as sock:
+        supervisor = Supervisor(api.client.app, sock, {}, 1)  # type: ignore[arg-type]
+        supervisor.refresh()
+        fleet = engine.snapshot()
+        assert WARMED in fleet.derived
+        warmed, kept = fleet.revision, fleet.derived[("numa-host-view", ("VCPU",))]
+        del fleet
+        allocate(api, first)
+        supervisor.refresh()
+    fleet = engine.snapshot()
+    assert fleet.revision > warmed and fleet.derived[("numa-host-view", ("VCPU",))] is kept
+    assert list(kept) == [warmed]  # nothing built again

@@ -18,8 +18,9 @@ supervisor process does it once:
    reloaded; the whole fleet when the change log no longer covers the gap). All workers
    accept on the one socket.
 3. **A worker that dies is replaced at once**: the supervisor patches its own snapshot forward
-   (one incremental refresh, whatever the number of workers) and forks a replacement from
-   it, which serves without loading the fleet.
+   (one incremental refresh, whatever the number of workers; when the change log no longer
+   reaches, a whole load and ``warm`` again) and forks a replacement from it, which serves
+   without loading the fleet.
 
 Refresh after a write: every process keeps following ``placement_revision`` as with spawned
 workers (each query reads the revision; a moved revision patches the trees written). Each
@@ -82,6 +83,8 @@ RECYCLE_MIN_AGE_S = 30.0
 # The CPU classes of the NUMA host views built before forking: those a translated flavor asks
 # (``numa.translate``: shared CPUs, dedicated, mixed)
 WARMED_CPU_CLASSES = (("VCPU",), ("PCPU",), ("VCPU", "PCPU"))
+# The key ``warm`` sets in the lineage's ``FleetSnapshot.derived`` once it built everything
+WARMED = "prefork-warmed"
 
 
 def serve_prefork(settings: Settings, options: dict[str, Any]) -> None:
@@ -171,6 +174,7 @@ def warm(app: FastAPI) -> None:
     tree_layout(fleet)
     for cpu_classes in WARMED_CPU_CLASSES:
         host_view(fleet, index, cpu_classes)
+    fleet.derived[WARMED] = True  # shared by the snapshots patched from this one
 
 
 def private_kib(pid: int) -> int:
@@ -325,7 +329,8 @@ class Supervisor:
 
     def refresh(self) -> None:
         """Bring the supervisor's snapshot up to date (incremental) before a fork, so that the
-        replacement inherits a recent one; a database that cannot be read is logged and the
+        replacement inherits a recent one; a snapshot loaded whole (a new lineage) gets what
+        ``warm`` builds built again. A database that cannot be read is logged and the
         replacement patches (or loads) itself."""
         from placement_numa.api.cell_index_dep import cell_index_for_state
         from placement_numa.api.engine_dep import engine_for_state
@@ -336,10 +341,15 @@ class Supervisor:
             if watcher is not None:
                 watcher.check()  # writes made around us since: recorded for every process
             fleet = engine_for_state(self.app.state).snapshot()
-            # the per-class indexes are patched with the snapshot; warm() again would touch
-            # (and so copy) every provider's page here, which workers forked earlier share
+            warmed = WARMED in fleet.derived
+            # the per-class indexes are patched with the snapshot, and what else warm() built
+            # is derived from its lineage; warm() again would touch (and so copy) every
+            # provider's page here, which workers forked earlier share. A snapshot loaded
+            # whole (the change log did not reach) is a new lineage that no worker shares yet.
             cell_index_for_state(self.app.state).get(self.app.state.database, fleet.revision, fleet)
             del fleet
+            if not warmed:
+                warm(self.app)
         except Exception as exc:  # noqa: BLE001 - a replacement is forked whatever happens
             LOG.warning("prefork: fleet snapshot not refreshed before fork: %s", exc)
         finally:
