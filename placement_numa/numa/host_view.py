@@ -206,8 +206,8 @@ def _base(
     replaced since (``FleetSnapshot.changes_since``: across several patches, so that a view
     built before a prefork supervisor forked serves its workers after many claims), when
     ``fleet`` can be derived from it: at most half the hosts (or ``MAX_CHANGED``) changed, and
-    ``index`` is that
-    view's or differs from it only in the changed trees (no write beyond trees in between)."""
+    ``index`` is that view's or differs from it only in the changed trees (no write beyond
+    trees in between)."""
     older = [revision for revision in list(kept) if revision < fleet.revision]
     if not older:
         return None

@@ -159,12 +159,13 @@ class CellIndexCache:
     def get(
         self, database: Database, revision: int, fleet: FleetSnapshot | None = None
     ) -> CellIndex:
-        """The index as of ``revision`` (a ``FleetSnapshot.revision``) or later. With ``fleet``
-        (the snapshot at ``revision``) of a lineage that knows what changed since the revision
-        the cached index reflects (``FleetSnapshot.changes_since``: several patches, a
-        prefork worker's first NUMA query after claims included), only trees changed and at
-        most a tenth of them (or ``MIN_PATCHED_ROOTS``), only the trees replaced for more than
-        their usage are read again (``patches`` counts these); else the whole index is."""
+        """The index as of ``revision`` (a ``FleetSnapshot.revision``) or later. When
+        ``fleet`` (the snapshot at ``revision``) knows what changed since the revision the
+        cached index reflects (``FleetSnapshot.changes_since``, across several patches: a
+        prefork worker's first NUMA query after claims included), only trees changed (no write
+        beyond them) and at most a tenth of the trees did (at least ``MIN_PATCHED_ROOTS``),
+        the trees replaced for more than their usage are read again (``patches`` counts
+        these); else the whole index is (``loads``)."""
         entry = self._entry
         if entry is not None and entry[0] >= revision:
             return entry[1]
@@ -176,7 +177,12 @@ class CellIndexCache:
             if entry is not None and fleet is not None and fleet.revision == revision:
                 bound = max(MIN_PATCHED_ROOTS, len(fleet.roots) // 10)
                 changes = fleet.changes_since(entry[0], bound)
-            if entry and fleet and changes is not None and not changes.beyond_trees:
+            if (
+                entry is not None
+                and fleet is not None
+                and changes is not None
+                and not changes.beyond_trees
+            ):
                 index = _patched_index(database, entry[1], fleet, changes.reread)
                 entry = self._entry = (revision, index)
                 self.patches += 1
