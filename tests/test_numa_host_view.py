@@ -92,11 +92,16 @@ def classes_agree(fleet: FleetSnapshot) -> None:
     assert numpy.all(classes[roots] >= 0)
 
 
-@settings(
-    max_examples=100,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+def lineages(examples: int) -> settings:
+    """Hypothesis settings of the lineage tests (slow, large examples)."""
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+
+
+@lineages(100)
 @given(st.data())
 def test_derived_views_equal_fresh_ones(data: st.DataObject) -> None:
     current = data.draw(forests())
@@ -109,11 +114,7 @@ def test_derived_views_equal_fresh_ones(data: st.DataObject) -> None:
         host_view_module.MAX_CHANGED = saved
 
 
-@settings(
-    max_examples=60,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@lineages(60)
 @given(st.data())
 def test_views_derived_across_patches_equal_fresh_ones(data: st.DataObject) -> None:
     """A view looked at before 2-4 recorded patches and not between (a prefork supervisor's,
