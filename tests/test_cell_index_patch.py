@@ -9,9 +9,11 @@ import gc
 import uuid
 from typing import Any
 
+import pytest
 from sqlalchemy import event
 
 from placement_numa.api.cell_index_dep import cell_index_for_state
+from placement_numa.services import numa_candidates
 from tests.conftest import PlacementAPI
 from tests.test_numa_api import V, post, two_cell_host
 
@@ -133,3 +135,18 @@ def test_a_query_after_several_writes_patches_what_they_changed(api: PlacementAP
     assert (cache.loads, cache.patches) == (loads, patches + 1)
     index = cache.get(state.database, fleet.revision, fleet)
     assert host_view(fleet, index, ("VCPU",)).derived_from == seen
+
+
+def test_more_trees_than_the_bound_read_the_index_whole(
+    api: PlacementAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``MAX_PATCHED_ROOTS`` trees changed since the cached index, it is read whole (the
+    trees' providers are read by id lists, bounded for the databases' bind limits)."""
+    monkeypatch.setattr(numa_candidates, "MAX_PATCHED_ROOTS", 0)
+    first = two_cell_host(api, "first")
+    assert hosts_found(api) == {"first"}
+    cache = cell_index_for_state(api.client.app.state)  # type: ignore[attr-defined]
+    loads, patches = cache.loads, cache.patches
+    allocate(api, first)  # one tree changed: more than 0
+    assert hosts_found(api) == {"first"}
+    assert (cache.loads, cache.patches) == (loads + 1, patches)

@@ -39,8 +39,9 @@ class LineageChanges(NamedTuple):
     beyond_trees: bool
 
 
-class FleetSnapshot(Protocol):
-    """What the log reads of an ``engine.fleet.FleetSnapshot`` (which imports this module)."""
+class PatchedSnapshot(Protocol):
+    """What the log reads of an ``engine.fleet.FleetSnapshot`` (which imports this module,
+    so it is not imported here)."""
 
     revision: int
     patched_from: int | None
@@ -54,7 +55,7 @@ class FleetSnapshot(Protocol):
 _Entry = tuple[int, frozenset[int], frozenset[int], bool]
 
 
-def _entry(fleet: FleetSnapshot) -> _Entry | None:
+def _entry(fleet: PatchedSnapshot) -> _Entry | None:
     """The log entry of the patch that made ``fleet`` (``None`` after a full build)."""
     if fleet.patched_from is None:
         return None
@@ -66,7 +67,7 @@ def _entry(fleet: FleetSnapshot) -> _Entry | None:
     )
 
 
-def record_patch(fleet: FleetSnapshot) -> None:
+def record_patch(fleet: PatchedSnapshot) -> None:
     """Record the patch that made ``fleet`` (nothing for a full build) in its lineage's log,
     dropping the oldest entries past ``MAX_PATCHES``. Called by the one thread that refreshes
     the lineage (``engine.handover``'s holder lock)."""
@@ -79,7 +80,7 @@ def record_patch(fleet: FleetSnapshot) -> None:
         del log[next(iter(log))]
 
 
-def changes_since(fleet: FleetSnapshot, revision: int, max_roots: int) -> LineageChanges | None:
+def changes_since(fleet: PatchedSnapshot, revision: int, max_roots: int) -> LineageChanges | None:
     """What changed between the snapshot of ``fleet``'s lineage at ``revision`` and ``fleet``
     (the union of the patches in between, walked back from ``fleet`` through the log), or
     ``None`` when unknown: ``revision`` is not an earlier revision of the lineage, a patch in

@@ -64,7 +64,8 @@ class _Tables:
 class HostView:
     """The NUMA host view of one snapshot, one ``CellIndex`` and one set of CPU classes (see
     the module docstring). ``host(root)``: the root's ``HostEntry``; ``bound_classes``: int64
-    per provider index (-1: not a root)."""
+    per provider index (-1: not a root); ``derived_from``: the revision of the view it was
+    derived from (``None``: built whole)."""
 
     def __init__(
         self,

@@ -74,9 +74,10 @@ __all__ = [
 
 V = TypeVar("V")
 
-# trees a cached cell index is patched for at least (else a tenth of the fleet's): past that,
-# it is read whole
-MIN_PATCHED_ROOTS = 1000
+# Trees a cached cell index is patched for at most; past that, it is read whole. Their rows are
+# read by lists of ids (a tree's providers: about 7-20 each), so this bounds a statement's bind
+# parameters well under the databases' limits (PostgreSQL's 65,535).
+MAX_PATCHED_ROOTS = 1000
 
 
 def _cell_rows(conn: Any, roots: Collection[int] | None = None) -> CellIndex:
@@ -163,9 +164,9 @@ class CellIndexCache:
         ``fleet`` (the snapshot at ``revision``) knows what changed since the revision the
         cached index reflects (``FleetSnapshot.changes_since``, across several patches: a
         prefork worker's first NUMA query after claims included), only trees changed (no write
-        beyond them) and at most a tenth of the trees did (at least ``MIN_PATCHED_ROOTS``),
-        the trees replaced for more than their usage are read again (``patches`` counts
-        these); else the whole index is (``loads``)."""
+        beyond them) and at most ``MAX_PATCHED_ROOTS`` trees did, the trees replaced for more
+        than their usage are read again (``patches`` counts these); else the whole index is
+        (``loads``)."""
         entry = self._entry
         if entry is not None and entry[0] >= revision:
             return entry[1]
@@ -175,8 +176,7 @@ class CellIndexCache:
                 return entry[1]
             changes = None
             if entry is not None and fleet is not None and fleet.revision == revision:
-                bound = max(MIN_PATCHED_ROOTS, len(fleet.roots) // 10)
-                changes = fleet.changes_since(entry[0], bound)
+                changes = fleet.changes_since(entry[0], MAX_PATCHED_ROOTS)
             if (
                 entry is not None
                 and fleet is not None
