@@ -97,6 +97,18 @@ def boots(count: int, seed: int, flavors: int = 0) -> list[tuple[str, str]]:
     return found
 
 
+def claim_body(request: dict[str, Any]) -> dict[str, Any]:
+    """The ``PUT /allocations/{consumer}`` body (1.38+) claiming one allocation request of an
+    answer, for a new consumer of project and user ``scheduler``."""
+    return {
+        "allocations": request["allocations"],
+        "project_id": "scheduler",
+        "user_id": "scheduler",
+        "consumer_generation": None,
+        "consumer_type": "INSTANCE",
+    }
+
+
 def boot(client: httpx.Client, query: str, limit: str) -> tuple[float, float, bool]:
     """One boot: GET the candidates, PUT the first (a new consumer). ``(GET ms, PUT ms,
     claimed)``; no PUT when there is no candidate."""
@@ -108,15 +120,8 @@ def boot(client: httpx.Client, query: str, limit: str) -> tuple[float, float, bo
     requests = answer.json()["allocation_requests"]
     if not requests:
         return get_ms, 0.0, False
-    body = {
-        "allocations": requests[0]["allocations"],
-        "project_id": "scheduler",
-        "user_id": "scheduler",
-        "consumer_generation": None,
-        "consumer_type": "INSTANCE",
-    }
     started = time.perf_counter()
-    put = client.put(f"/allocations/{uuid.uuid4()}", json=body)
+    put = client.put(f"/allocations/{uuid.uuid4()}", json=claim_body(requests[0]))
     put_ms = (time.perf_counter() - started) * 1000
     assert put.status_code == 204, put.text[:300]
     return get_ms, put_ms, True
