@@ -13,7 +13,8 @@ import socket
 
 from placement_numa.api.cell_index_dep import cell_index_for_state
 from placement_numa.api.engine_dep import engine_for_state
-from placement_numa.cli.prefork import WARMED, Supervisor, warm
+from placement_numa.cli.prefork import KEEP_UP_REVISIONS, WARMED, Supervisor, warm
+from placement_numa.db.repositories.changes import KEEP_REVISIONS
 from placement_numa.numa.host_view import host_view
 from tests.conftest import PlacementAPI
 from tests.test_cell_index_patch import FLAVOR, allocate, hosts_found
@@ -68,3 +69,37 @@ def test_the_supervisor_builds_again_for_a_new_lineage_only(api: PlacementAPI) -
     fleet = engine.snapshot()
     assert fleet.revision > warmed and fleet.derived[("numa-host-view", ("VCPU",))] is kept
     assert list(kept) == [warmed]  # nothing built again
+
+
+def test_the_supervisor_keeps_its_snapshot_within_the_change_logs_reach(
+    api: PlacementAPI,
+) -> None:
+    """A supervisor that forks nothing for a while reads the revision now and then
+    (``keep_up``) and refreshes its snapshot, incrementally, once it is ``keep_up_revisions``
+    behind: a replacement forked later still patches from the change log (which keeps
+    ``KEEP_REVISIONS`` per stripe) instead of loading the whole fleet before it serves."""
+    assert KEEP_UP_REVISIONS <= KEEP_REVISIONS // 4
+    state = api.client.app.state  # type: ignore[attr-defined]
+    first = two_cell_host(api, "first")
+    engine = engine_for_state(state)
+    with socket.socket() as sock:
+        supervisor = Supervisor(api.client.app, sock, {}, 1)  # type: ignore[arg-type]
+        supervisor.refresh()
+        held = engine.snapshot().revision
+        source = state.fleet_source
+        loads = source.full_loads
+        supervisor.keep_up_revisions = 3
+        allocate(api, first)
+        supervisor.next_keep_up = 0.0
+        supervisor.keep_up()  # one revision behind: left as it is
+        assert source.lag() == 1
+        allocate(api, first)
+        allocate(api, first)
+        supervisor.keep_up()  # checked at most every KEEP_UP_CHECK_S
+        assert source.lag() == 3
+        supervisor.next_keep_up = 0.0
+        supervisor.keep_up()
+        assert source.lag() == 0
+    fleet = engine.snapshot()
+    assert fleet.revision == held + 3 and source.full_loads == loads  # patched, not loaded
+    assert WARMED in fleet.derived

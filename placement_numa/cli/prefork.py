@@ -20,7 +20,9 @@ supervisor process does it once:
 3. **A worker that dies is replaced at once**: the supervisor patches its own snapshot forward
    (one incremental refresh, whatever the number of workers; when the change log no longer
    reaches, a whole load and ``warm`` again) and forks a replacement from it, which serves
-   without loading the fleet.
+   without loading the fleet. So that the log still reaches after a quiet while, the
+   supervisor reads the revision every ``KEEP_UP_CHECK_S`` and refreshes its snapshot once it
+   is ``KEEP_UP_REVISIONS`` behind (``Supervisor.keep_up``).
 
 Refresh after a write: every process keeps following ``placement_revision`` as with spawned
 workers (each query reads the revision; a moved revision patches the trees written). Each
@@ -80,6 +82,13 @@ RECYCLE_CHECK_S = 5.0
 # A worker younger than this (seconds) is never replaced for its memory: a limit below what a
 # worker needs to serve would otherwise replace workers in a loop.
 RECYCLE_MIN_AGE_S = 30.0
+# Seconds between two reads of the fleet revision by the supervisor (``keep_up``).
+KEEP_UP_CHECK_S = 5.0
+# Revisions the supervisor's snapshot may fall behind before it refreshes it (``keep_up``): a
+# quarter of what the change log keeps per stripe (``changes.KEEP_REVISIONS``, 2,000; not
+# imported: SQLAlchemy stays out of the CLI's start), so that a replacement forked later still
+# patches from the log instead of loading the whole fleet.
+KEEP_UP_REVISIONS = 500
 # The CPU classes of the NUMA host views built before forking: those a translated flavor asks
 # (``numa.translate``: shared CPUs, dedicated, mixed)
 WARMED_CPU_CLASSES = (("VCPU",), ("PCPU",), ("VCPU", "PCPU"))
@@ -212,6 +221,9 @@ class Supervisor:
         self.max_private_kib = 0
         self.recycled = 0
         self.next_check = 0.0  # monotonic time of the next private memory check
+        # the snapshot is refreshed once it is this many revisions behind (``keep_up``)
+        self.keep_up_revisions = KEEP_UP_REVISIONS
+        self.next_keep_up = time.monotonic() + KEEP_UP_CHECK_S  # next revision read
         self.stopping = False
         self.deadline = 0.0  # monotonic time past which stopping workers are killed
         self.quick_deaths = 0
@@ -242,6 +254,8 @@ class Supervisor:
                     self.fork(previous)
                 if self.max_private_kib and not self.stopping:
                     self.recycle(previous)
+                if not self.stopping:
+                    self.keep_up()
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
@@ -326,6 +340,32 @@ class Supervisor:
                 self.recycled += 1
                 LOG.info("prefork: worker %d holds %d MiB of its own; replaced", pid, held // 1024)
                 return
+
+    def keep_up(self) -> None:
+        """Every ``KEEP_UP_CHECK_S``: read the fleet revision and, once the supervisor's
+        snapshot is ``keep_up_revisions`` or more behind it, ``refresh`` it (incremental).
+        Without it, a node that replaced no worker for a while (a quiet supervisor, a busy
+        cloud) falls out of the change log's reach: the next replacement would wait for a
+        whole load and ``warm`` (about 9 s at 100,000 hosts) instead of a patch. Each refresh
+        makes the pages it patches the supervisor's own (workers keep theirs), so it runs
+        only this rarely. A database that cannot be read is logged; the next check tries
+        again."""
+        if time.monotonic() < self.next_keep_up:
+            return
+        self.next_keep_up = time.monotonic() + KEEP_UP_CHECK_S
+        source = getattr(self.app.state, "fleet_source", None)
+        if source is None:
+            return
+        try:
+            lag = source.lag()
+        except Exception as exc:  # noqa: BLE001 - the supervisor keeps supervising
+            LOG.warning("prefork: fleet revision not read: %s", exc)
+            return
+        finally:
+            release_connections(self.app)
+        if lag is not None and lag >= self.keep_up_revisions:
+            LOG.info("prefork: snapshot %d revisions behind; refreshed", lag)
+            self.refresh()
 
     def refresh(self) -> None:
         """Bring the supervisor's snapshot up to date (incremental) before a fork, so that the

@@ -417,6 +417,17 @@ class SqlFleetSource:
         del current  # no reference of ours may keep the held snapshot from being handed over
         return self._holder.refresh(revision, self._load)
 
+    def lag(self) -> int | None:
+        """How many revisions the held snapshot is behind the database (``None``: none held
+        yet), from one read of the revision counter; nothing is refreshed. Raises what the
+        database raises (``OperationalError`` when it is down)."""
+        current = self._holder.current()
+        if current is None:
+            return None
+        held = current.revision
+        del current  # no reference of ours may keep the snapshot from being handed over
+        return self._revision() - held
+
     @property
     def full_loads(self) -> int:
         """Snapshots loaded whole (counter)."""
