@@ -364,7 +364,7 @@ class Supervisor:
         finally:
             release_connections(self.app)
         if lag is not None and lag >= self.keep_up_revisions:
-            LOG.info("prefork: snapshot %d revisions behind; refreshed", lag)
+            LOG.info("prefork: snapshot %d revisions behind; refreshing", lag)
             self.refresh()
 
     def refresh(self) -> None:
