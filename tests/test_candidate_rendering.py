@@ -70,3 +70,31 @@ def test_entries_compiled_by_content_serve_new_answers(data: st.DataObject) -> N
             alike = TemplateEntry(chosen, tuple(tuple(list(a)) for a in entry.allocations))
             assert compiled.of(alike, candidate.layout) is first
             assert first == _compile(alike, candidate.layout, compiled.with_mappings)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_rendered_runs_stay_within_their_bound(data: st.DataObject) -> None:
+    """The runs rendered per tree (kept so that a repeated query writes a tree's allocation
+    requests by one look-up) never hold more than ``max_rendered_bytes`` per shape: past it
+    they start over (``_Rendered``). Before, a reset of the compiled runs restarted the count
+    and kept the trees' runs: a loop of first-time queries grew them by the bound again and
+    again. Bodies still equal the reference."""
+    fleet = with_copies(data.draw(forests()), 3)  # look-alike trees: runs kept per tree
+    asked = data.draw(st.lists(queries(len(fleet.providers)), min_size=2, max_size=5))
+    bound = data.draw(st.integers(0, 3000))
+    fragments = FragmentCache(max_rendered_bytes=bound)
+    version = mv.Microversion(1, 39)
+    for query in [*asked, *asked]:  # new answers, then the same queries again
+        result = SnapshotEngine(StaticFleetSource(fleet)).search(query, nested_aware=True)
+        expected = render_candidates(result, query, version, nested_aware=True)
+        encoded = encode_candidates(result, query, version, nested_aware=True, fragments=fragments)
+        assert orjson.loads(encoded) == expected
+        for cache in fragments._shapes.values():
+            held = sum(
+                len(text)
+                for key, runs in cache.items()
+                if isinstance(key, tuple) and key[0] == "runs"
+                for text, _ in runs.values()
+            )
+            assert held <= cache["rendered"].bytes <= bound

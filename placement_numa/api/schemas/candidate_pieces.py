@@ -42,6 +42,7 @@ MAX_RUNS = 16384
 # each, with the key's tuples); past it they start over
 MAX_COMPILED = 4096
 # bytes of rendered runs kept per response shape (``("runs", root)``); past it they start over
+# (``_Rendered``)
 MAX_RENDERED_BYTES = 64 * 1024 * 1024
 # (``%`` format, getter of its holes' values, the entries it was compiled from)
 _Run = tuple[bytes, Callable[[list[bytes]], tuple[bytes, ...]], list[Any]]
@@ -58,15 +59,17 @@ class FragmentCache:
     cached one gets a private, empty cache. Entries: a provider index -> its ``"uuid":{summary}``;
     ``("root", root)`` -> a tree's summaries; ``("root-q", root)`` -> its members' quoted
     uuids; ``("runs", root)`` -> a tree's rendered runs of allocation requests (see
-    ``_RequestWriter``); ``"shares"``, ``"labels"``, ``"quoted"``, ``"runs"``, ``"compiled"``:
+    ``_RequestWriter``), at most ``max_rendered_bytes`` of them per shape (``"rendered"``, a
+    ``_Rendered``); ``"shares"``, ``"labels"``, ``"quoted"``, ``"runs"``, ``"compiled"``:
     fragments that depend on uuids only or on nothing of the snapshot.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_rendered_bytes: int = MAX_RENDERED_BYTES) -> None:
         self._lock = threading.Lock()
         self._fleet: weakref.ref[FleetSnapshot] | None = None
         self._revision = -1
         self._shapes: dict[object, dict[Any, Any]] = {}
+        self.max_rendered_bytes = max_rendered_bytes
 
     def get(self, fleet: FleetSnapshot, shape: object) -> dict[Any, Any]:
         """The fragment dict for ``shape`` on ``fleet`` (only one shape is kept at a time)."""
@@ -83,9 +86,44 @@ class FragmentCache:
                 self._revision = fleet.revision
             cache = self._shapes.get(shape)
             if cache is None:
-                cache = {}
+                cache = {"rendered": _Rendered(self.max_rendered_bytes)}
                 self._shapes = {shape: cache}
             return cache
+
+
+class _Rendered:
+    """The rendered runs one response shape keeps per tree (``("runs", root)`` entries of its
+    fragment dict): their bytes, the trees holding some, and the bound past which they all
+    start over (``add``). Shared by the responses written from that dict, and by a copy of
+    it (``_drop_stale``); the count is approximate under concurrent writers (a tree dropped
+    as stale still counts until the next start over), never below what is held."""
+
+    __slots__ = ("bound", "bytes", "roots", "start_overs")
+
+    def __init__(self, bound: int) -> None:
+        self.bound = bound
+        self.bytes = 0
+        self.roots: set[int] = set()
+        self.start_overs = 0
+
+    def add(self, cache: dict[Any, Any], root: int, size: int) -> dict[Any, Any] | None:
+        """The dict of ``root``'s rendered runs in ``cache`` to keep ``size`` more bytes in
+        (made when missing), after dropping every tree's when they would pass the bound;
+        ``None`` when ``size`` alone passes it."""
+        if size > self.bound:
+            return None
+        if self.bytes + size > self.bound:
+            for held in list(self.roots):
+                cache.pop(("runs", held), None)
+            self.roots.clear()
+            self.bytes = 0
+            self.start_overs += 1
+        per_tree: dict[Any, Any] | None = cache.get(("runs", root))
+        if per_tree is None:
+            per_tree = cache[("runs", root)] = {}
+        self.roots.add(root)
+        self.bytes += size
+        return per_tree
 
 
 def _drop_stale(shapes: dict[object, dict[Any, Any]], fleet: FleetSnapshot) -> None:
@@ -280,9 +318,9 @@ class _RequestWriter:
         runs: dict[tuple[int, ...], _Run] | None = cache.get("runs")
         if runs is None or len(runs) > MAX_RUNS:
             runs = cache["runs"] = {}
-            cache["rendered-bytes"] = [0]
         self.runs = runs
-        self.rendered: list[int] = cache.setdefault("rendered-bytes", [0])
+        # a private cache (an older snapshot's) has none yet
+        self.rendered: _Rendered = cache.setdefault("rendered", _Rendered(MAX_RENDERED_BYTES))
         # each template entry compiled once per response
         self.compiled: dict[int, tuple[bytes, tuple[int, ...]]] = {}
         by_content: _Compiled | None = cache.get("compiled")
@@ -330,11 +368,14 @@ class _RequestWriter:
         if run is None:
             run = self.runs[key] = self.compile(entries, first.layout)
         text = run[0] % run[1](self.quoted_members(anchor, members, own_tree))
-        if own_tree and self.rendered[0] + len(text) <= MAX_RENDERED_BYTES:
-            if per_tree is None:
-                per_tree = self.cache[("runs", anchor)] = {}
-            per_tree[key] = (text, entries)
-            self.rendered[0] += len(text)
+        if own_tree:
+            rendered, size = self.rendered, len(text)
+            if per_tree is None or rendered.bytes + size > rendered.bound:
+                per_tree = rendered.add(self.cache, anchor, size)
+            else:  # the common case, inline: the tree holds runs and there is room
+                rendered.bytes += size
+            if per_tree is not None:
+                per_tree[key] = (text, entries)
         return text
 
     def compile(self, entries: list[Any], layout: Layout) -> _Run:
