@@ -20,7 +20,7 @@ max_unit``, ``amount % step_size == 0`` and ``used + amount <= capacity``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy
 
@@ -204,6 +204,23 @@ class FleetSnapshot:
         providers = self.providers
         key = (tuple(looks), tuple(where.get(providers[m].parent, -1) for m in members))
         return ids.setdefault(key, len(ids))
+
+    def unit_kinds(self) -> tuple[tuple[str, int, int], ...]:
+        """Every ``(resource class, min_unit, step_size)`` of the lineage's provider shapes
+        (what a tree shape holds of its inventories besides room), sorted; read from the
+        append-only table of provider shapes, kept per table size in ``derived``."""
+        shapes = self._provider_shape_ids
+        size = len(shapes)
+        kept = self.derived.get("unit-kinds")
+        if kept is not None and kept[0] == size:
+            found: tuple[tuple[str, int, int], ...] = kept[1]
+            return found
+        units: set[tuple[str, int, int]] = set()
+        for _traits, _aggregates, kinds in list(shapes):  # (traits, aggregates, units)
+            units.update(cast(tuple[tuple[str, int, int], ...], kinds))
+        found = tuple(sorted(units))
+        self.derived["unit-kinds"] = (size, found)
+        return found
 
     def room_column(self, resource_class: str) -> Any:
         """Room per provider index for ``resource_class`` as a numpy int64 array: ``min(max_unit,

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from placement_numa.engine.amount_patterns import pattern_answers, pattern_key, translated
 from placement_numa.engine.answers import (
     amounts_key,
     memo_of,
@@ -66,8 +67,14 @@ class RootSearch:
         self.expanded_templates: dict[object, list[TemplateEntry]] = {}
         # per root: its replayed candidates (orderings, one per ordering class), this snapshot's
         self.root_answers: tuple[dict[int, list[Candidate]], dict[int, list[Candidate]]] = ({}, {})
+        # the answers per profile of the queries alike but for amounts (other sizes of one
+        # flavor shape: ``engine/amount_patterns.py``), translated to this query's amounts on a
+        # miss; found on the first miss (a repeated query has none)
+        self.pattern_templates: dict[object, list[TemplateEntry]] | None = None
+        self.pattern_read = True
         if self.by_profile:
             self.profile_templates, self.expanded_templates = memo_of(plan)
+            self.pattern_read = self.codes is None
             key = (query_key(plan), self.codes is None)
             self.root_answers = (
                 root_answers(plan.fleet, ("roots", True, key)),
@@ -127,20 +134,39 @@ class RootSearch:
             return None
         if orderings and self.plan.unit_runs:
             known = self.expanded_templates.get(profile)
-            if known is None and profile in self.profile_templates:
-                known = self.expanded_templates[profile] = [
-                    variant
-                    for entry in self.profile_templates[profile]
-                    for variant in self._entry_orderings(entry)
-                ]
+            if known is None:
+                bases = self._known_bases(profile)
+                if bases is not None:
+                    known = self.expanded_templates[profile] = [
+                        variant for entry in bases for variant in self._entry_orderings(entry)
+                    ]
         else:
-            known = self.profile_templates.get(profile)
+            known = self._known_bases(profile)
         if known is None:
             return None
         members, layout = self.plan.fleet.tree[root], self.layout
         found = kept[root] = [
             Candidate(root, None, None, layout, members, entry) for entry in known
         ]
+        return found
+
+    def _known_bases(self, profile: object) -> list[TemplateEntry] | None:
+        """The answer kept for ``profile`` (one entry per ordering class), else one of a query
+        alike but for amounts, translated to this query's amounts (kept then), else ``None``."""
+        found = self.profile_templates.get(profile)
+        if found is not None:
+            return found
+        if not self.pattern_read:
+            self.pattern_read = True
+            pattern = pattern_key(self.plan)
+            if pattern is not None:
+                self.pattern_templates = pattern_answers(self.plan, pattern)
+        if self.pattern_templates is not None:
+            theirs = self.pattern_templates.get(profile)
+            if theirs is not None:
+                found = translated(theirs, self.plan)
+                if len(self.profile_templates) < self.MAX_TEMPLATES:
+                    self.profile_templates[profile] = found
         return found
 
     def _entry_orderings(self, entry: TemplateEntry) -> Iterator[TemplateEntry]:
@@ -234,8 +260,8 @@ class RootSearch:
             return
         options = self.options(root)
         if options is None:
-            if profile is not None and len(self.profile_templates) < self.MAX_TEMPLATES:
-                self.profile_templates[profile] = []
+            if profile is not None:
+                self._record(profile, [])
             return
         relevant = sorted(set().union(*options))
         pos = {p: k for k, p in enumerate(relevant)}
@@ -270,8 +296,17 @@ class RootSearch:
             yield candidate
         if template is None and len(self.templates) < self.MAX_TEMPLATES:
             self.templates[signature] = recorded
-        if profile is not None and len(self.profile_templates) < self.MAX_TEMPLATES:
-            self.profile_templates[profile] = by_member
+        if profile is not None:
+            self._record(profile, by_member)
+
+    def _record(self, profile: object, entries: list[TemplateEntry]) -> None:
+        """Keep a searched profile's answer for this query and for those alike but for
+        amounts (each up to ``MAX_TEMPLATES`` profiles)."""
+        if len(self.profile_templates) < self.MAX_TEMPLATES:
+            self.profile_templates[profile] = entries
+            alike = self.pattern_templates
+            if alike is not None and len(alike) < self.MAX_TEMPLATES:
+                alike[profile] = entries
 
     def _signature(
         self, options: list[list[int]], relevant: list[int], pos: dict[int, int]
