@@ -1,7 +1,8 @@
 """Queries that differ only in their amounts share answers per tree profile
 (``engine/amount_patterns.py``): on random look-alike forests (min_unit, step_size, max_unit
 and usage varied), one flavor shape asked in several sizes on one engine answers each size as a
-fresh engine does (same candidates, same order) and as the brute-force oracle does.
+fresh engine does (same candidates, same order) and as the brute-force oracle does, with the
+answers kept per pattern bounded or not.
 
 No database: these run once (not per backend)."""
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +20,7 @@ from placement_numa.engine import SnapshotEngine, StaticFleetSource
 from placement_numa.engine.amount_patterns import MAX_PATTERN_SLOTS, pattern_key
 from placement_numa.engine.fleet import FleetSnapshot
 from placement_numa.engine.plan import plan_query
+from placement_numa.engine.replay import RootSearch
 from tests.candidate_fleets import forests, queries, uuid_of, with_copies
 from tests.candidate_oracle import oracle
 
@@ -41,15 +44,21 @@ def test_each_size_of_one_shape_answers_as_a_fresh_engine(data: st.DataObject) -
     shape = data.draw(queries(len(fleet.providers), max_slots=3))
     sizes = [_sized(data.draw, shape) for _ in range(data.draw(st.integers(2, 5)))]
     orderings = data.draw(st.booleans())
+    # profiles kept per query and per pattern (the pattern's dropped past it)
+    bound = data.draw(st.sampled_from((RootSearch.MAX_TEMPLATES, 1, 2)))
     shared = SnapshotEngine(StaticFleetSource(fleet))
-    for query in sizes:
-        fresh = SnapshotEngine(StaticFleetSource(with_copies(base, copies=2)))
-        got = shared.search(query, orderings=orderings)
-        expected = fresh.search(query, orderings=orderings)
-        assert _named(got) == _named(expected)
-        if orderings:
-            assert {c.key() for c in got.candidates} == oracle(fleet, query)
-    event(f"sizes sharing a pattern: {bool(fleet.derived.get('amount-siblings'))}")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(RootSearch, "MAX_TEMPLATES", bound)
+        for query in sizes:
+            fresh = SnapshotEngine(StaticFleetSource(with_copies(base, copies=2)))
+            got = shared.search(query, orderings=orderings)
+            expected = fresh.search(query, orderings=orderings)
+            assert _named(got) == _named(expected)
+            if orderings:
+                assert {c.key() for c in got.candidates} == oracle(fleet, query)
+    patterns = fleet.derived.get("amount-patterns", {})
+    assert all(len(answers) <= bound for answers in patterns.values())
+    event(f"profiles kept for a pattern: {max(map(len, patterns.values()), default=0) > 0}")
 
 
 def _named(result: Any) -> list[tuple[object, ...]]:

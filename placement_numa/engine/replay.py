@@ -300,13 +300,16 @@ class RootSearch:
             self._record(profile, by_member)
 
     def _record(self, profile: object, entries: list[TemplateEntry]) -> None:
-        """Keep a searched profile's answer for this query and for those alike but for
-        amounts (each up to ``MAX_TEMPLATES`` profiles)."""
+        """Keep a searched profile's answer for this query (up to ``MAX_TEMPLATES`` profiles)
+        and for those alike but for amounts (all dropped past ``MAX_TEMPLATES``: they outlive
+        a query, and claims keep making new profiles)."""
         if len(self.profile_templates) < self.MAX_TEMPLATES:
             self.profile_templates[profile] = entries
-            alike = self.pattern_templates
-            if alike is not None and len(alike) < self.MAX_TEMPLATES:
-                alike[profile] = entries
+        alike = self.pattern_templates
+        if alike is not None:
+            if len(alike) >= self.MAX_TEMPLATES:
+                alike.clear()
+            alike[profile] = entries
 
     def _signature(
         self, options: list[list[int]], relevant: list[int], pos: dict[int, int]
