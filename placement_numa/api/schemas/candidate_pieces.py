@@ -7,12 +7,15 @@ tree's summaries and quoted uuids, one provider's share of an allocation request
 entry. Candidates replayed from one of the engine's answers (``Candidate.entry`` positions into
 ``Candidate.members``, see ``engine/replay.py``) are written a run at a time: the run's
 ``TemplateEntry`` list is compiled once per process into a bytes ``%`` format whose holes take
-the tree's quoted uuids, and the rendered run is kept per tree until a refresh replaces that
-tree (``FleetSnapshot.replaced_roots``), so a tree's answer costs the bytes it writes.
+the tree's quoted uuids. A run written again by a later response (a repeated query) is kept
+rendered per tree until a refresh replaces that tree (``FleetSnapshot.replaced_roots``), so a
+tree's answer costs the bytes it writes; a first-time query's runs are not kept (keeping them
+cost a first-time one-cell body at ``limit=1000`` about 15%, and no other query shares them).
 """
 
 from __future__ import annotations
 
+import itertools
 import sys
 import threading
 import weakref
@@ -44,8 +47,9 @@ MAX_COMPILED = 4096
 # bytes of rendered runs kept per response shape (``("runs", root)``); past it they start over
 # (``_Rendered``)
 MAX_RENDERED_BYTES = 64 * 1024 * 1024
-# (``%`` format, getter of its holes' values, the entries it was compiled from)
-_Run = tuple[bytes, Callable[[list[bytes]], tuple[bytes, ...]], list[Any]]
+# (``%`` format, getter of its holes' values, the entries it was compiled from, the serial of
+# the response that compiled it)
+_Run = tuple[bytes, Callable[[list[bytes]], tuple[bytes, ...]], list[Any], int]
 
 
 class FragmentCache:
@@ -321,6 +325,10 @@ class _RequestWriter:
         self.runs = runs
         # a private cache (an older snapshot's) has none yet
         self.rendered: _Rendered = cache.setdefault("rendered", _Rendered(MAX_RENDERED_BYTES))
+        # this response's number among those written from ``cache``: a tree's rendered run is
+        # kept only when an earlier response compiled the run (a repeated query), not for a
+        # first-time query, whose entries no later query shares
+        self.serial: int = next(cache.setdefault("serials", itertools.count()))
         # each template entry compiled once per response
         self.compiled: dict[int, tuple[bytes, tuple[int, ...]]] = {}
         by_content: _Compiled | None = cache.get("compiled")
@@ -352,7 +360,8 @@ class _RequestWriter:
 
     def run(self, first: Candidate, entries: list[Any]) -> bytes:
         """The allocation requests of consecutive candidates replayed from ``entries`` over
-        ``first.members``, kept per tree when ``members`` is the anchor's whole tree."""
+        ``first.members``, kept per tree when ``members`` is the anchor's whole tree and an
+        earlier response compiled the run (a repeated query)."""
         key = tuple(map(id, entries))
         anchor, members = first.anchor, first.members
         assert members is not None
@@ -368,7 +377,7 @@ class _RequestWriter:
         if run is None:
             run = self.runs[key] = self.compile(entries, first.layout)
         text = run[0] % run[1](self.quoted_members(anchor, members, own_tree))
-        if own_tree:
+        if own_tree and run[3] != self.serial:
             rendered, size = self.rendered, len(text)
             if per_tree is None or rendered.bytes + size > rendered.bound:
                 per_tree = rendered.add(self.cache, anchor, size)
@@ -388,7 +397,7 @@ class _RequestWriter:
                 compiled = self.compiled[id(entry)] = self.by_content.of(entry, layout)
             formats.append(compiled[0])
             holes.extend(compiled[1])
-        return (b",".join(formats), _getter(holes), entries)
+        return (b",".join(formats), _getter(holes), entries, self.serial)
 
     def quoted_members(self, anchor: int, members: Any, own_tree: bool) -> list[bytes]:
         """The JSON-quoted uuids of ``members`` (kept per tree for a whole tree)."""
