@@ -30,6 +30,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from placement_numa.engine.answers import query_key
 from placement_numa.engine.candidates import TemplateEntry
 from placement_numa.engine.plan import QueryPlan
 
@@ -47,20 +48,6 @@ def pattern_key(plan: QueryPlan) -> tuple[object, ...] | None:
     """What two queries must share for one's answers per profile to serve the other up to
     amounts (see the module docstring), hashable; ``None`` when some class is asked by more than
     ``MAX_PATTERN_SLOTS`` slots. O(slots x 2**slots per class + the fleet's unit kinds)."""
-    query = plan.query
-    groups = tuple(
-        (
-            g.suffix,
-            tuple(sorted(g.resources)),
-            g.required_traits,
-            g.any_traits,
-            g.forbidden_traits,
-            g.member_of,
-            g.forbidden_aggregates,
-            g.in_tree,
-        )
-        for g in query.groups
-    )
     slots = tuple(
         (s.group, tuple(rc for rc, _ in s.resources), s.suffixed, s.symmetric_with_previous)
         for s in plan.slots
@@ -97,8 +84,7 @@ def pattern_key(plan: QueryPlan) -> tuple[object, ...] | None:
         )
         for slot in plan.slots
     )
-    policy = (query.group_policy, query.same_subtree)
-    return (groups, policy, slots, units, tuple(orders), kinds, passes)
+    return (query_key(plan, amounts=False), slots, units, tuple(orders), kinds, passes)
 
 
 def pattern_answers(plan: QueryPlan, pattern: tuple[object, ...]) -> dict[object, Any]:

@@ -116,14 +116,15 @@ def root_answers(fleet: FleetSnapshot, key: object) -> dict[int, Any]:
     return per_snapshot(fleet, key, start)
 
 
-def query_key(plan: QueryPlan) -> tuple[object, ...]:
+def query_key(plan: QueryPlan, *, amounts: bool = True) -> tuple[object, ...]:
     """What decides a root's answer to ``plan`` besides its tree (everything of the query but
-    ``limit``), hashable."""
+    ``limit``), hashable; ``amounts=False``: the resource classes of each group without their
+    amounts (``amount_patterns.pattern_key`` adds what of the amounts matters)."""
     query = plan.query
     groups = tuple(
         (
             g.suffix,
-            tuple(sorted(g.resources.items())),
+            tuple(sorted(g.resources.items())) if amounts else tuple(sorted(g.resources)),
             g.required_traits,
             g.any_traits,
             g.forbidden_traits,
