@@ -106,9 +106,12 @@ def pattern_answers(plan: QueryPlan, pattern: tuple[object, ...]) -> dict[object
 
 
 def translated(entries: list[TemplateEntry], plan: QueryPlan) -> list[TemplateEntry]:
-    """A sibling's answer for one profile (``entries``, member positions) with ``plan``'s
-    amounts: each allocation ``(position, class, amount)`` keeps its place, its amount the sum of
-    what ``plan``'s slots choosing that position ask of the class."""
+    """Another size's answer for one profile (``entries``: ``TemplateEntry`` list in member
+    positions, from ``pattern_answers``) with ``plan``'s amounts: new entries, same length and
+    order, each ``chosen`` kept and each allocation ``(position, class, amount)`` in its place,
+    its amount (the class's own units: CPUs, MiB, ...) the sum of what ``plan``'s slots choosing
+    that position ask of the class. ``entries`` must come from a query of ``plan``'s pattern
+    (``pattern_key``): its slots are ``plan``'s, one for one. Raises nothing."""
     slots = plan.slots
     found = []
     for entry in entries:
