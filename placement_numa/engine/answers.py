@@ -239,7 +239,7 @@ class RoomCodes:
     the snapshot (it is kept in the snapshot's own tables); the caller passes the snapshot it
     was made for. Two threads may code one block at once: both write the same values."""
 
-    __slots__ = ("levels", "array", "done", "complete")
+    __slots__ = ("levels", "array", "done", "complete", "lists")
 
     def __init__(self, levels: list[tuple[str, list[int]]], size: int) -> None:
         self.levels = levels  # per class (sorted): the sums its amounts add up to, ascending
@@ -253,17 +253,34 @@ class RoomCodes:
         self.array = numpy.empty(size, dtype=numpy.int32 if span <= 2**31 else numpy.int64)
         self.done = bytearray((size >> BLOCK_BITS) + 1)  # per block: coded
         self.complete = False
+        # per coded block read by ``of``: its codes as a Python list (a list index per member
+        # instead of a numpy gather per tree: 0.7-1.0 against 2.0 us a tree of 7 at 100,000
+        # hosts)
+        self.lists: dict[int, list[int]] = {}
 
     def of(self, fleet: FleetSnapshot, members: list[int]) -> tuple[int, ...]:
         """The codes of the providers ``members`` (indices of ``fleet``), in order."""
+        low, high = min(members) >> BLOCK_BITS, max(members) >> BLOCK_BITS
         if not self.complete:
             done = self.done
-            low, high = min(members) >> BLOCK_BITS, max(members) >> BLOCK_BITS
             if not done[low] or not done[high]:
                 self._code(fleet, {low, high})
             if high - low > 1:  # a tree spread over blocks (patched trees get new indices)
                 self._code(fleet, {m >> BLOCK_BITS for m in members})
-        return tuple(self.array.take(members).tolist())
+        if low == high:
+            codes = self._list(low)
+            base = low << BLOCK_BITS
+            return tuple([codes[m - base] for m in members])
+        mask = (1 << BLOCK_BITS) - 1
+        return tuple([self._list(m >> BLOCK_BITS)[m & mask] for m in members])
+
+    def _list(self, block: int) -> list[int]:
+        """The codes of the coded block ``block`` as a list (made on first use)."""
+        found = self.lists.get(block)
+        if found is None:
+            start = block << BLOCK_BITS
+            found = self.lists[block] = self.array[start : start + (1 << BLOCK_BITS)].tolist()
+        return found
 
     def whole(self, fleet: FleetSnapshot) -> Any:
         """Every provider's code (int32 or int64 array per provider index of ``fleet``)."""

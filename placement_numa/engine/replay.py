@@ -84,6 +84,9 @@ class RootSearch:
         # per provider index, the root's look-alike class (``use_profile_classes``)
         self.profile_classes: Any = None
         self.class_profiles: dict[int, object] = {}
+        # per look-alike class, its known answer (every ordering, one per ordering class):
+        # one dict look-up per root, no profile hashed (``use_profile_classes``)
+        self.class_answers: tuple[dict[int, list[TemplateEntry]], ...] = ({}, {})
         self.slot_keys = [
             (
                 slot.suffixed,
@@ -129,10 +132,33 @@ class RootSearch:
         found = kept.get(root)
         if found is not None:
             return found
+        classes = self.profile_classes
+        if classes is not None and root not in self.plan.fleet.shared_into:
+            number = int(classes[root])
+            by_class = self.class_answers[0 if every else 1]
+            known = by_class.get(number)
+            if known is None:
+                known = self._known(root, every)
+                if known is None:
+                    return None
+                by_class[number] = known
+        else:
+            known = self._known(root, every)
+            if known is None:
+                return None
+        members, layout = self.plan.fleet.tree[root], self.layout
+        found = kept[root] = [
+            Candidate(root, None, None, layout, members, entry) for entry in known
+        ]
+        return found
+
+    def _known(self, root: int, every: bool) -> list[TemplateEntry] | None:
+        """The known answer of ``root``'s profile in positions (every ordering when
+        ``every``, else one per ordering class), or ``None`` (the root must be searched)."""
         profile = self._profile(root)
         if profile is None:
             return None
-        if orderings and self.plan.unit_runs:
+        if every:
             known = self.expanded_templates.get(profile)
             if known is None:
                 bases = self._known_bases(profile)
@@ -142,13 +168,7 @@ class RootSearch:
                     ]
         else:
             known = self._known_bases(profile)
-        if known is None:
-            return None
-        members, layout = self.plan.fleet.tree[root], self.layout
-        found = kept[root] = [
-            Candidate(root, None, None, layout, members, entry) for entry in known
-        ]
-        return found
+        return known
 
     def _known_bases(self, profile: object) -> list[TemplateEntry] | None:
         """The answer kept for ``profile`` (one entry per ordering class), else one of a query
@@ -246,6 +266,7 @@ class RootSearch:
         root instead of gathering its members' codes)."""
         self.profile_classes = classes
         self.class_profiles = {}
+        self.class_answers = ({}, {})
 
     def bases(self, root: int) -> Iterator[Candidate]:
         """Candidates anchored at ``root`` with interchangeable units in non-decreasing order

@@ -186,9 +186,25 @@ class _Stream:
             roots = list(roots)
             random.shuffle(roots)
         if rank is None and strategy != "breadth-first":
+            if self.exclude_nested or self.accept is not None:
+                for root in roots:
+                    yield from self.batches(root)
+                    if self.counter.cap_hit:
+                        return
+                return
+            # ``batches`` inlined for replayed roots: one look-up per root, no generator
+            replayed, orderings = self.searcher.replayed, self.orderings
+            counter, with_sharing = self.counter, fleet.roots_with_sharing
             for root in roots:
-                yield from self.batches(root)
-                if self.counter.cap_hit:
+                known = None if root in with_sharing else replayed(root, orderings=orderings)
+                if known is None:
+                    yield from self.batches(root)
+                else:
+                    counter.roots += 1
+                    wanted = len(known) if self.wanted is None else min(len(known), self.wanted)
+                    taken = counter.take_many(wanted)
+                    yield known if taken == len(known) else known[:taken]
+                if counter.cap_hit:
                     return
             return
         if rank is None:
