@@ -71,6 +71,19 @@ def test_cap_truncates_and_reports() -> None:
     assert len(small.candidates) == 8 and not small.stats.cap_hit
 
 
+def test_cap_truncates_a_replayed_root() -> None:
+    """The cap lands inside a root answered by replay (a look-alike of the first, searched,
+    root): its candidates are taken up to the cap, not whole."""
+    fleet = wide_host(2, vfs=4, hosts=3)  # 4 candidates per host for two 1-VCPU groups
+    engine = SnapshotEngine(StaticFleetSource(fleet), max_candidates=6)
+    result = engine.search(vcpu_groups(2))
+    assert len(result.candidates) == 6
+    assert result.stats.cap_hit and result.stats.generated == 6
+    assert result.stats.roots_visited == 2
+    whole = SnapshotEngine(StaticFleetSource(fleet)).search(vcpu_groups(2)).candidates
+    assert [c.key() for c in result.candidates] == [c.key() for c in whole[:6]]
+
+
 def test_ranked_search_is_bounded_by_limit() -> None:
     fleet = wide_host(4, vfs=16)
     engine = SnapshotEngine(StaticFleetSource(fleet))

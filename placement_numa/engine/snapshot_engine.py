@@ -186,26 +186,7 @@ class _Stream:
             roots = list(roots)
             random.shuffle(roots)
         if rank is None and strategy != "breadth-first":
-            if self.exclude_nested or self.accept is not None:
-                for root in roots:
-                    yield from self.batches(root)
-                    if self.counter.cap_hit:
-                        return
-                return
-            # ``batches`` inlined for replayed roots: one look-up per root, no generator
-            replayed, orderings = self.searcher.replayed, self.orderings
-            counter, with_sharing = self.counter, fleet.roots_with_sharing
-            for root in roots:
-                known = None if root in with_sharing else replayed(root, orderings=orderings)
-                if known is None:
-                    yield from self.batches(root)
-                else:
-                    counter.roots += 1
-                    wanted = len(known) if self.wanted is None else min(len(known), self.wanted)
-                    taken = counter.take_many(wanted)
-                    yield known if taken == len(known) else known[:taken]
-                if counter.cap_hit:
-                    return
+            yield from self.depth_first(roots)
             return
         if rank is None:
             stream = round_robin(self.per_root(root) for root in roots)
@@ -221,20 +202,27 @@ class _Stream:
         for candidate in stream:
             yield [candidate]
 
-    def batches(self, root: int) -> Iterator[list[Candidate]]:
-        """An unranked root's candidates (``per_root``), a replayed root's at once."""
-        known = None
-        if not self.exclude_nested and self.accept is None:
-            if root not in self.fleet.roots_with_sharing:
-                known = self.searcher.replayed(root, orderings=self.orderings)
-        if known is None:
-            for candidate in self.per_root(root):
-                yield [candidate]
-            return
-        self.counter.roots += 1
-        wanted = len(known) if self.wanted is None else min(len(known), self.wanted)
-        taken = self.counter.take_many(wanted)
-        yield known if taken == len(known) else known[:taken]
+    def depth_first(self, roots: Iterable[int]) -> Iterator[list[Candidate]]:
+        """Unranked candidates root by root (``per_root``), in batches: a replayed root's at
+        once, read in this loop (one look-up per root, no generator), a searched one's one by
+        one; stops when the cap is hit."""
+        replayed, orderings = self.searcher.replayed, self.orderings
+        counter, with_sharing = self.counter, self.fleet.roots_with_sharing
+        filtered = self.exclude_nested or self.accept is not None
+        for root in roots:
+            known = None
+            if not filtered and root not in with_sharing:
+                known = replayed(root, orderings=orderings)
+            if known is None:
+                for candidate in self.per_root(root):
+                    yield [candidate]
+            else:
+                counter.roots += 1
+                wanted = len(known) if self.wanted is None else min(len(known), self.wanted)
+                taken = counter.take_many(wanted)
+                yield known if taken == len(known) else known[:taken]
+            if counter.cap_hit:
+                return
 
     def bases(self, root: int, every_ordering: bool = False) -> Iterator[Candidate]:
         """The root's candidates, one per ordering class (all with ``every_ordering``),
