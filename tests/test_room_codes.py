@@ -13,12 +13,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from placement_numa.engine import answers
+from placement_numa.domain.request_groups import CandidateQuery, RequestGroup
+from placement_numa.engine import SnapshotEngine, StaticFleetSource, answers
 from placement_numa.engine.answers import lazy_room_codes, room_code_array
 from placement_numa.engine.fleet import FleetSnapshot
 from placement_numa.engine.fleet_patch import replace_trees
 from placement_numa.engine.plan import plan_query
 from tests.candidate_fleets import forests
+from tests.test_engine_limits import wide_host
 from tests.test_fleet_patch_sharing import edits, root_of, rows, state_of, touched_roots
 from tests.test_numa_host_view import QUERY
 
@@ -88,3 +90,21 @@ def partial(data: st.DataObject, fleet: FleetSnapshot, fresh: FleetSnapshot) -> 
         return
     assert whole is not None
     assert some == {uuid: whole[uuid] for uuid in some}
+
+
+def test_room_codes_and_classes_per_snapshot_are_bounded() -> None:
+    """A snapshot asked one size after another keeps at most ``MAX_SNAPSHOT_AMOUNTS`` room
+    codes and root classes (each an array of a value per provider), and answers as a fresh
+    engine does once they start over."""
+    fleet = wide_host(2, vfs=8, hosts=4)
+    engine = SnapshotEngine(StaticFleetSource(fleet))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(answers, "MAX_SNAPSHOT_AMOUNTS", 3)
+        for vcpu in range(1, 9):
+            query = CandidateQuery(groups=(RequestGroup(suffix=None, resources={"VCPU": vcpu}),))
+            found = engine.search(query)  # no limit: every root classed
+            fresh = SnapshotEngine(StaticFleetSource(wide_host(2, vfs=8, hosts=4))).search(query)
+            assert [c.key() for c in found.candidates] == [c.key() for c in fresh.candidates]
+            assert len(answers.per_snapshot(fleet, "codes")) <= 3
+            assert len(answers.per_snapshot(fleet, "profile-classes")) <= 3
+        assert answers.per_snapshot(fleet, "profile-classes")  # the search classed its roots

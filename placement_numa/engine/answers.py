@@ -54,6 +54,8 @@ FEW_LEVELS = 8
 MAX_LINEAGE_CODES = 8
 # queries whose replayed candidates per root a snapshot keeps (all dropped past it)
 MAX_SNAPSHOT_QUERIES = 32
+# query amounts whose room codes, or root classes, a snapshot keeps (all dropped past it)
+MAX_SNAPSHOT_AMOUNTS = 32
 
 
 def per_snapshot(
@@ -75,6 +77,18 @@ def per_snapshot(
                     kept.clear()
                 found = kept[key] = start()
     return found
+
+
+def keep_per_amounts(kept: dict[Any, Any], key: object, value: Any) -> Any:
+    """``value`` stored in ``kept`` (a ``per_snapshot`` table keyed by query amounts: room
+    codes, root classes) under ``key``, and returned; the table starts over past
+    ``MAX_SNAPSHOT_AMOUNTS`` entries (a quiet fleet asked one size after another would keep an
+    array of a value per provider for each). Raises nothing."""
+    with _LOCK:
+        if len(kept) >= MAX_SNAPSHOT_AMOUNTS:
+            kept.clear()
+        kept[key] = value
+    return value
 
 
 def root_answers(fleet: FleetSnapshot, key: object) -> dict[int, Any]:
@@ -204,7 +218,7 @@ def lazy_room_codes(plan: QueryPlan) -> RoomCodes | None:
         return found
     levels = _levels({rc: list(a) for rc, a in key})
     if levels is None:
-        kept[key] = None
+        keep_per_amounts(kept, key, None)
         return None
     lineage: dict[object, Any] = fleet.derived.setdefault("room-codes", {})
     base = lineage.get(key)
@@ -212,7 +226,7 @@ def lazy_room_codes(plan: QueryPlan) -> RoomCodes | None:
         found = base[1].patched(fleet)
     else:
         found = RoomCodes(levels, len(fleet.providers))
-    kept[key] = found
+    keep_per_amounts(kept, key, found)
     with _LOCK:
         lineage.pop(key, None)
         if len(lineage) >= MAX_LINEAGE_CODES:

@@ -17,6 +17,7 @@ from typing import Any
 from placement_numa.engine.amount_patterns import pattern_answers, pattern_key, translated
 from placement_numa.engine.answers import (
     amounts_key,
+    keep_per_amounts,
     memo_of,
     per_snapshot,
     query_key,
@@ -132,20 +133,17 @@ class RootSearch:
         found = kept.get(root)
         if found is not None:
             return found
-        classes = self.profile_classes
+        classes, by_class = self.profile_classes, self.class_answers[0 if every else 1]
+        number = -1  # the root's look-alike class, once roots are classed
         if classes is not None and root not in self.plan.fleet.shared_into:
             number = int(classes[root])
-            by_class = self.class_answers[0 if every else 1]
-            known = by_class.get(number)
-            if known is None:
-                known = self._known(root, every)
-                if known is None:
-                    return None
-                by_class[number] = known
-        else:
+        known = by_class.get(number)  # never -1
+        if known is None:
             known = self._known(root, every)
             if known is None:
                 return None
+            if number >= 0:
+                by_class[number] = known
         members, layout = self.plan.fleet.tree[root], self.layout
         found = kept[root] = [
             Candidate(root, None, None, layout, members, entry) for entry in known
@@ -254,7 +252,7 @@ class RootSearch:
         key = amounts_key(self.plan)
         classes = kept.get(key)
         if classes is None:
-            classes = kept[key] = profile_classes(fleet, self.codes.whole(fleet))
+            classes = keep_per_amounts(kept, key, profile_classes(fleet, self.codes.whole(fleet)))
         self.use_profile_classes(classes)
         return classes
 
