@@ -16,9 +16,10 @@ is left of the GET's wall time over HTTP is the framework, sending the bytes and
 reading them.
 
 On a copy of the mixed fleet ``mixed_fleet.py`` seeded and cached (run it first with these
-sizes):
+sizes), or with ``--db`` on a copy of another database, such as ``scale.py``'s 100,000 hosts:
 
     python benchmarks/loop_phases.py --hosts 1000 --cells 2 --boots 40
+    python benchmarks/loop_phases.py --db /tmp/pn-scale-100000.sqlite --boots 40 --limits 1000
 """
 
 from __future__ import annotations
@@ -100,13 +101,24 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=21)
     parser.add_argument("--boots", type=int, default=40, help="boots per flavor kind and limit")
     parser.add_argument("--limits", nargs="*", default=["1000", "none"])
+    parser.add_argument(
+        "--db", type=Path, help="a SQLite database to copy instead of the cached mixed fleet"
+    )
     args = parser.parse_args()
-    cached = fleet_cache(args.seed, args.hosts, args.cells)
-    if not (cached / "ours.seeded").exists():
-        sys.exit(f"no seeded fleet in {cached}: run benchmarks/mixed_fleet.py with these sizes")
+    if args.db is not None:
+        if not args.db.exists():
+            sys.exit(f"no database at {args.db}")
+        database = args.db
+        label = f"{args.db.name}"
+    else:
+        cached = fleet_cache(args.seed, args.hosts, args.cells)
+        if not (cached / "ours.seeded").exists():
+            sys.exit(f"no seeded fleet in {cached}: run benchmarks/mixed_fleet.py with these sizes")
+        database = cached / "ours.db"
+        label = f"{args.hosts} hosts x {args.cells} cells"
     work = Path(tempfile.mkdtemp(prefix="pn-phases-"))
     try:
-        with sqlite3.connect(cached / "ours.db") as source:
+        with sqlite3.connect(database) as source:
             with sqlite3.connect(work / "ours.db") as copy:
                 source.backup(copy)
         settings = Settings(database_url=f"sqlite:///{work / 'ours.db'}", auth_strategy="noauth2")
@@ -114,7 +126,7 @@ def main() -> int:
         with TestClient(app) as client:
             for _kind, query in boots(len(CATALOGUE) * 2, args.seed - 1):  # fleet loaded
                 client.get(f"/allocation_candidates?{query}&limit=1", headers=HEADERS)
-            print(f"{args.hosts} hosts x {args.cells} cells, {args.boots} boots per row (p50)")
+            print(f"{label}, {args.boots} boots per row (p50)")
             print("| flavor | limit | refresh ms | parse ms | search ms | body ms | body bytes |")
             print("|---|---|---|---|---|---|---|")
             for n, limit in enumerate(args.limits):
