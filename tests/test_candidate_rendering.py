@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from placement_numa.api import microversion as mv
+from placement_numa.api.schemas import candidate_pieces
 from placement_numa.api.schemas.allocation_candidates import (
     FragmentCache,
     encode_candidates,
@@ -42,6 +43,30 @@ def test_encoded_body_equals_reference(data: st.DataObject) -> None:
                 result, query, version, nested_aware=nested_aware, fragments=fragments
             )
             assert orjson.loads(encoded) == expected, version
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_pieces_joined_at_any_size_equal_reference(data: st.DataObject) -> None:
+    """However many allocation requests and trees' summaries are joined into one piece
+    (``PIECE_REQUESTS``, ``PIECE_TREES``, drawn down to 1), the pieces are never empty and,
+    joined, equal the reference: no separator lost or doubled at a piece's edge."""
+    fleet = with_copies(data.draw(forests()), 3)  # look-alike trees: runs of replayed ones
+    query = data.draw(queries(len(fleet.providers)))
+    version = data.draw(st.sampled_from([mv.Microversion(1, 29), mv.Microversion(1, 39)]))
+    sizes = (data.draw(st.integers(1, 4)), data.draw(st.integers(1, 4)))
+    result = SnapshotEngine(StaticFleetSource(fleet)).search(query, nested_aware=True)
+    expected = render_candidates(result, query, version, nested_aware=True)
+    kept = candidate_pieces.PIECE_REQUESTS, candidate_pieces.PIECE_TREES
+    candidate_pieces.PIECE_REQUESTS, candidate_pieces.PIECE_TREES = sizes
+    try:
+        pieces = list(
+            candidate_pieces.candidate_body_pieces(result, query, version, nested_aware=True)
+        )
+    finally:
+        candidate_pieces.PIECE_REQUESTS, candidate_pieces.PIECE_TREES = kept
+    assert all(pieces)
+    assert orjson.loads(b"".join(pieces)) == expected
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

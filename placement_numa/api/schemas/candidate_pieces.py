@@ -47,6 +47,11 @@ MAX_COMPILED = 4096
 # bytes of rendered runs kept per response shape (``("runs", root)``); past it they start over
 # (``_Rendered``)
 MAX_RENDERED_BYTES = 64 * 1024 * 1024
+# allocation requests' pieces (runs and other candidates) joined into one piece of the body:
+# fewer pieces for the response to pass along (``api.responses.json_pieces_response``)
+PIECE_REQUESTS = 64
+# trees' provider summaries joined into one piece of the body
+PIECE_TREES = 64
 # (``%`` format, getter of its holes' values, the entries it was compiled from, the serial of
 # the response that compiled it)
 _Run = tuple[bytes, Callable[[list[bytes]], tuple[bytes, ...]], list[Any], int]
@@ -186,9 +191,10 @@ def candidate_body_pieces(
     fragments: FragmentCache | None = None,
 ) -> Iterator[bytes]:
     """The response body for ``result`` at ``version`` as consecutive pieces of JSON bytes,
-    encoded lazily, piece by piece (a tree's allocation requests, one tree's provider
-    summaries, a separator), so a response can send the first pieces while the rest are
-    still to be written (``api.responses.json_pieces_response``).
+    encoded lazily, piece by piece (up to ``PIECE_REQUESTS`` runs of allocation requests,
+    up to ``PIECE_TREES`` trees' provider summaries, a separator), so a response can send the
+    first pieces while the rest are still to be written (``api.responses.json_pieces_response``;
+    fewer, larger pieces: less to pass along per byte).
 
     Fragments come from ``fragments`` (the process's ``FragmentCache``; ``None``: a private
     one), per response shape. The snapshot (``result.fleet``) must stay as it is until the
@@ -219,11 +225,12 @@ def candidate_body_pieces(
 
     summaries = _Summaries(fleet, cache, (all_classes, with_traits, with_tree, requested))
     if nested_aware or not fleet.has_trees:
-        separator = b""
-        for root in result.summary_roots():
-            yield separator
-            yield summaries.tree(root)
-            separator = b","
+        roots = result.summary_roots()
+        tree = summaries.tree
+        for start in range(0, len(roots), PIECE_TREES):
+            if start:
+                yield b","
+            yield b",".join([tree(root) for root in roots[start : start + PIECE_TREES]])
     else:  # before 1.29 on a nested fleet: only providers used by the candidates
         touched = sorted({p for c in result.candidates for p, _, _ in c.allocations})
         yield b",".join([summaries.one(index) for index in touched])
@@ -313,6 +320,7 @@ class _RequestWriter:
         with_mappings: bool,
     ) -> None:
         self.fleet = fleet
+        self.trees = fleet.tree
         self.candidates = candidates
         self.cache = cache
         self.with_mappings = with_mappings
@@ -337,26 +345,31 @@ class _RequestWriter:
         self.by_content = by_content
 
     def pieces(self) -> Iterator[bytes]:
-        """Every allocation request, comma separated: a run of candidates replayed over one
-        provider list at a time, other candidates one by one."""
+        """Every allocation request, comma separated, in pieces of up to ``PIECE_REQUESTS``
+        texts: a run of candidates replayed over one provider list written at once (``run``),
+        another candidate alone (``one``)."""
         candidates = self.candidates
         total = len(candidates)
-        separator = b""
+        run, one = self.run, self.one
+        gathered: list[bytes] = []
         n = 0
         while n < total:
             candidate = candidates[n]
             members = candidate.members
-            yield separator
-            separator = b","
             if candidate.entry is None or members is None:
-                yield self.one(candidate)
+                gathered.append(one(candidate))
                 n += 1
-                continue
-            end = n + 1
-            while end < total and candidates[end].members is members and candidates[end].entry:
-                end += 1
-            yield self.run(candidate, [c.entry for c in candidates[n:end]])
-            n = end
+            else:
+                end = n + 1
+                while end < total and candidates[end].members is members and candidates[end].entry:
+                    end += 1
+                gathered.append(run(candidate, [c.entry for c in candidates[n:end]]))
+                n = end
+            if len(gathered) >= PIECE_REQUESTS:
+                yield b",".join(gathered)
+                gathered = [b""]  # the next piece starts with its separator
+        if len(gathered) > 1 or (gathered and gathered[0]):
+            yield b",".join(gathered)
 
     def run(self, first: Candidate, entries: list[Any]) -> bytes:
         """The allocation requests of consecutive candidates replayed from ``entries`` over
@@ -364,19 +377,23 @@ class _RequestWriter:
         earlier response compiled the run (a repeated query)."""
         key = tuple(map(id, entries))
         anchor, members = first.anchor, first.members
-        assert members is not None
-        own_tree = members is self.fleet.tree.get(anchor)
+        own_tree = members is self.trees.get(anchor)
         per_tree: dict[tuple[int, ...], tuple[bytes, list[Any]]] | None = None
+        quoted: list[bytes] | None = None
         if own_tree:
-            per_tree = self.cache.get(("runs", anchor))
+            cache = self.cache
+            per_tree = cache.get(("runs", anchor))
             if per_tree is not None:
                 found: tuple[bytes, list[Any]] | None = per_tree.get(key)
                 if found is not None:
                     return found[0]
+            quoted = cache.get(("root-q", anchor))  # ``quoted_members``' look-up, inline
         run = self.runs.get(key)
         if run is None:
             run = self.runs[key] = self.compile(entries, first.layout)
-        text = run[0] % run[1](self.quoted_members(anchor, members, own_tree))
+        if quoted is None:
+            quoted = self.quoted_members(anchor, members, own_tree)
+        text = run[0] % run[1](quoted)
         if own_tree and run[3] != self.serial:
             rendered, size = self.rendered, len(text)
             if per_tree is None or rendered.bytes + size > rendered.bound:
