@@ -220,6 +220,8 @@ class CandidateResult:
         """Roots of the trees ``summary_providers`` covers, in index order."""
         fleet = self.fleet
         sharing = fleet.roots_with_sharing
+        if not sharing:  # every candidate is in its anchor's tree
+            return sorted({c.anchor for c in self.candidates})
         roots: set[int] = set()
         for c in self.candidates:
             if c.anchor in sharing:  # a sharing provider may sit in another tree
