@@ -109,7 +109,7 @@ def main() -> int:
         if not args.db.exists():
             sys.exit(f"no database at {args.db}")
         database = args.db
-        label = f"{args.db.name}"
+        label = args.db.name
     else:
         cached = fleet_cache(args.seed, args.hosts, args.cells)
         if not (cached / "ours.seeded").exists():

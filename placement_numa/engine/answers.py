@@ -73,9 +73,7 @@ def per_snapshot(
                 kept = _PER_SNAPSHOT[fleet] = {}
             found = kept.get(key)
             if found is None:
-                if len(kept) >= MAX_SNAPSHOT_QUERIES:
-                    kept.clear()
-                found = kept[key] = start()
+                found = _bounded_put(kept, key, start(), MAX_SNAPSHOT_QUERIES)
     return found
 
 
@@ -85,9 +83,15 @@ def keep_per_amounts(kept: dict[Any, Any], key: object, value: Any) -> Any:
     ``MAX_SNAPSHOT_AMOUNTS`` entries (a quiet fleet asked one size after another would keep an
     array of a value per provider for each). Raises nothing."""
     with _LOCK:
-        if len(kept) >= MAX_SNAPSHOT_AMOUNTS:
-            kept.clear()
-        kept[key] = value
+        return _bounded_put(kept, key, value, MAX_SNAPSHOT_AMOUNTS)
+
+
+def _bounded_put(table: dict[Any, Any], key: object, value: Any, bound: int) -> Any:
+    """``table[key] = value`` after dropping every entry when ``table`` holds ``bound`` or
+    more; ``value`` returned. The caller holds ``_LOCK``."""
+    if len(table) >= bound:
+        table.clear()
+    table[key] = value
     return value
 
 

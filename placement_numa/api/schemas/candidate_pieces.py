@@ -368,7 +368,7 @@ class _RequestWriter:
             if len(gathered) >= PIECE_REQUESTS:
                 yield b",".join(gathered)
                 gathered = [b""]  # the next piece starts with its separator
-        if len(gathered) > 1 or (gathered and gathered[0]):
+        if any(gathered):  # not only the separator of a piece that never came
             yield b",".join(gathered)
 
     def run(self, first: Candidate, entries: list[Any]) -> bytes:
