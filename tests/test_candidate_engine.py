@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from placement_numa.domain.request_groups import CandidateQuery, RequestGroup
 from placement_numa.engine import SnapshotEngine, StaticFleetSource
+from placement_numa.engine.candidates import Candidate, ReplayedRun
 from placement_numa.engine.fleet import FleetSnapshot
 from tests.candidate_fleets import forests, queries, with_copies
 from tests.candidate_oracle import oracle
@@ -48,6 +49,31 @@ def test_look_alike_trees_replay_exactly(data: st.DataObject) -> None:
     keys = engine_keys(fleet, query)
     assert len(keys) == len(set(keys))
     assert set(keys) == oracle(fleet, query)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_replayed_runs_are_the_candidates_in_order(data: st.DataObject) -> None:
+    """A depth-first result holds each replayed root as one ``ReplayedRun`` (``parts``): its
+    runs, a limit cutting one included, are the same candidates in the same order as the
+    search that makes every candidate one by one (an ``accept`` filter takes that path), and
+    ``summary_roots`` read from the runs is the one read from the candidates."""
+    fleet = with_copies(data.draw(forests(max_providers=5)), copies=3)
+    query = data.draw(queries(len(fleet.providers), max_slots=3))
+    limit = data.draw(st.none() | st.integers(1, 12))
+    engine = SnapshotEngine(StaticFleetSource(fleet))
+    result = engine.search(query, limit=limit)
+    one_by_one = engine.search(query, limit=limit, accept=lambda _: True)
+    assert all(len(part) for part in result.parts if isinstance(part, ReplayedRun))
+    assert sum(1 if isinstance(p, Candidate) else len(p) for p in result.parts) == len(
+        result.candidates
+    )
+    assert result.stats.returned == len(result.candidates) == len(one_by_one.candidates)
+    assert [(c.anchor, c.key()) for c in result.candidates] == [
+        (c.anchor, c.key()) for c in one_by_one.candidates
+    ]
+    assert result.summary_roots() == one_by_one.summary_roots()
+    assert result.candidates is result.candidates  # made once
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

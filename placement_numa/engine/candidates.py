@@ -20,6 +20,8 @@ __all__ = [
     "Candidate",
     "CandidateResult",
     "Layout",
+    "ReplayedRun",
+    "ResultPart",
     "SearchStats",
     "TemplateEntry",
 ]
@@ -201,14 +203,93 @@ class SearchStats:
     cap_hit: bool = False
 
 
-@dataclass(slots=True)
+class ReplayedRun:
+    """The candidates of one tree replayed from a look-alike tree's known answer, in order:
+    one per ``entries`` item (a ``TemplateEntry`` in positions into ``members``, the tree of
+    ``anchor``, with ``layout``). The depth-first search hands a replayed root out as one run,
+    so that no ``Candidate`` is made per entry until one is read (``candidates()``, built once)
+    and a renderer writes the run at once (``api/schemas/candidate_pieces.py``).
+
+    Immutable by contract; ``len(run)`` is its number of candidates."""
+
+    __slots__ = ("anchor", "members", "layout", "entries", "_candidates")
+
+    def __init__(
+        self,
+        anchor: int,
+        members: Sequence[int],
+        layout: Layout,
+        entries: Sequence[TemplateEntry],
+    ) -> None:
+        self.anchor = anchor
+        self.members = members
+        self.layout = layout
+        self.entries = entries
+        self._candidates: list[Candidate] | None = None
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def head(self, count: int) -> ReplayedRun:
+        """The run of the first ``count`` candidates (``self`` when that is all of them)."""
+        if count >= len(self.entries):
+            return self
+        return ReplayedRun(self.anchor, self.members, self.layout, self.entries[:count])
+
+    def candidates(self) -> list[Candidate]:
+        """One ``Candidate.replayed`` per entry, in order (made on the first call, then kept:
+        read, never change the list)."""
+        found = self._candidates
+        if found is None:
+            anchor, members, layout = self.anchor, self.members, self.layout
+            found = self._candidates = [
+                Candidate(anchor, None, None, layout, members, entry) for entry in self.entries
+            ]
+        return found
+
+
+# what a search result holds, in order: candidates, and runs of replayed ones
+ResultPart = Candidate | ReplayedRun
+
+
 class CandidateResult:
     """Candidates in the engine's order (first ``limit`` only), the snapshot they refer to, and
-    ``stats`` (``SearchStats``) about the search that found them."""
+    ``stats`` (``SearchStats``) about the search that found them.
 
-    candidates: list[Candidate]
-    fleet: FleetSnapshot
-    stats: SearchStats = SearchStats()
+    Built from a list of candidates, or (``parts``) from candidates and ``ReplayedRun``s in
+    order, whose ``Candidate`` objects are only made when ``candidates`` is first read: the
+    GET renderer and ``summary_roots`` read ``parts`` and never make them."""
+
+    __slots__ = ("parts", "fleet", "stats", "_candidates")
+
+    def __init__(
+        self,
+        candidates: list[Candidate] | None,
+        fleet: FleetSnapshot,
+        stats: SearchStats = SearchStats(),
+        *,
+        parts: Sequence[ResultPart] | None = None,
+    ) -> None:
+        if parts is None:
+            parts = candidates if candidates is not None else []
+        self.parts: Sequence[ResultPart] = parts
+        self.fleet = fleet
+        self.stats = stats
+        self._candidates = candidates
+
+    @property
+    def candidates(self) -> list[Candidate]:
+        """Every candidate, in order (runs' candidates made on the first read, then kept)."""
+        found = self._candidates
+        if found is None:
+            found = []
+            for part in self.parts:
+                if isinstance(part, ReplayedRun):
+                    found.extend(part.candidates())
+                else:
+                    found.append(part)
+            self._candidates = found
+        return found
 
     def summary_providers(self) -> list[int]:
         """Providers for ``provider_summaries``: every provider of each tree holding a provider
@@ -220,8 +301,8 @@ class CandidateResult:
         """Roots of the trees ``summary_providers`` covers, in index order."""
         fleet = self.fleet
         sharing = fleet.roots_with_sharing
-        if not sharing:  # every candidate is in its anchor's tree
-            return sorted({c.anchor for c in self.candidates})
+        if not sharing:  # every candidate (and run) is in its anchor's tree
+            return sorted({part.anchor for part in self.parts})
         roots: set[int] = set()
         for c in self.candidates:
             if c.anchor in sharing:  # a sharing provider may sit in another tree

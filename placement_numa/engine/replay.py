@@ -24,7 +24,7 @@ from placement_numa.engine.answers import (
     root_answers,
 )
 from placement_numa.engine.answers import lazy_room_codes as room_codes  # coded as read
-from placement_numa.engine.candidates import Candidate, TemplateEntry
+from placement_numa.engine.candidates import Candidate, ReplayedRun, TemplateEntry
 from placement_numa.engine.fleet import FleetSnapshot
 from placement_numa.engine.options import slot_options
 from placement_numa.engine.orderings import expand
@@ -67,7 +67,7 @@ class RootSearch:
         self.profile_templates: dict[object, list[TemplateEntry]] = {}
         self.expanded_templates: dict[object, list[TemplateEntry]] = {}
         # per root: its replayed candidates (orderings, one per ordering class), this snapshot's
-        self.root_answers: tuple[dict[int, list[Candidate]], dict[int, list[Candidate]]] = ({}, {})
+        self.root_answers: tuple[dict[int, ReplayedRun], dict[int, ReplayedRun]] = ({}, {})
         # the answers per profile of the queries alike but for amounts (other sizes of one
         # flavor shape: ``engine/amount_patterns.py``), translated to this query's amounts on a
         # miss; found on the first miss (a repeated query has none)
@@ -128,6 +128,12 @@ class RootSearch:
         """``candidates(root)`` as a list when a look-alike root's answer is known (replayed,
         no search), else ``None``. The list is kept per snapshot and root: read, never change
         it."""
+        run = self.replayed_run(root, orderings=orderings)
+        return None if run is None else run.candidates()
+
+    def replayed_run(self, root: int, *, orderings: bool = True) -> ReplayedRun | None:
+        """``replayed(root)`` as one ``ReplayedRun`` (no ``Candidate`` made until one is
+        read), or ``None``. Kept per snapshot and root, as ``replayed``'s list."""
         every = orderings and bool(self.plan.unit_runs)
         kept = self.root_answers[0 if every else 1]
         found = kept.get(root)
@@ -144,10 +150,7 @@ class RootSearch:
                 return None
             if number >= 0:
                 by_class[number] = known
-        members, layout = self.plan.fleet.tree[root], self.layout
-        found = kept[root] = [
-            Candidate(root, None, None, layout, members, entry) for entry in known
-        ]
+        found = kept[root] = ReplayedRun(root, self.plan.fleet.tree[root], self.layout, known)
         return found
 
     def _known(self, root: int, every: bool) -> list[TemplateEntry] | None:

@@ -17,7 +17,13 @@ from itertools import chain, islice
 from typing import Any, Unpack
 
 from placement_numa.domain.request_groups import CandidateQuery
-from placement_numa.engine.candidates import Candidate, CandidateResult, SearchStats
+from placement_numa.engine.candidates import (
+    Candidate,
+    CandidateResult,
+    ReplayedRun,
+    ResultPart,
+    SearchStats,
+)
 from placement_numa.engine.fleet import FleetSnapshot
 from placement_numa.engine.merge import Counter, merge_ranked, round_robin
 from placement_numa.engine.names import check_names
@@ -97,7 +103,8 @@ class SnapshotEngine:
         budget = PLACEMENT_BUDGET // max(1, len(plan.slots))
         cap = budget if self.max_candidates is None else min(self.max_candidates, budget)
         counter = Counter(cap)
-        found: list[Candidate] = []
+        found: list[ResultPart] = []  # candidates and runs of replayed ones, in order
+        count = 0  # candidates in ``found``
         if limit is None or limit > 0:
             stream = _Stream(
                 self,
@@ -116,18 +123,30 @@ class SnapshotEngine:
                 need=limit,
             )
             for batch in candidates:
-                if limit is not None and len(found) + len(batch) >= limit:
-                    found.extend(batch[: limit - len(found)])
+                size = len(batch)
+                if not size:  # a replayed root without candidates
+                    continue
+                if limit is not None and count + size >= limit:
+                    size = limit - count
+                    if isinstance(batch, ReplayedRun):
+                        found.append(batch.head(size))
+                    else:
+                        found.extend(batch[:size])
+                    count += size
                     break
-                found.extend(batch)
-                stream.wanted = None if limit is None else limit - len(found)
+                if isinstance(batch, ReplayedRun):
+                    found.append(batch)
+                else:
+                    found.extend(batch)
+                count += size
+                stream.wanted = None if limit is None else limit - count
         stats = SearchStats(
-            returned=len(found),
+            returned=count,
             generated=counter.generated,
             roots_visited=counter.roots,
             cap_hit=counter.cap_hit,
         )
-        return CandidateResult(found, fleet, stats)
+        return CandidateResult(None, fleet, stats, parts=found)
 
 
 class _Stream:
@@ -165,9 +184,9 @@ class _Stream:
         diversify: bool,
         strategy: GenerationStrategy,
         need: int | None,
-    ) -> Iterator[list[Candidate]]:
+    ) -> Iterator[list[Candidate] | ReplayedRun]:
         """The candidates in engine order (see ``SnapshotEngine.search``), in batches (a
-        replayed root's candidates at once)."""
+        replayed root's candidates at once, as one ``ReplayedRun``)."""
         fleet = self.fleet
         self.wanted = need
         roots: Iterable[int] = candidate_roots(self.plan)
@@ -202,11 +221,11 @@ class _Stream:
         for candidate in stream:
             yield [candidate]
 
-    def depth_first(self, roots: Iterable[int]) -> Iterator[list[Candidate]]:
+    def depth_first(self, roots: Iterable[int]) -> Iterator[list[Candidate] | ReplayedRun]:
         """Unranked candidates root by root (``per_root``), in batches: a replayed root's at
-        once, read in this loop (one look-up per root, no generator), a searched one's one by
-        one; stops when the cap is hit."""
-        replayed, orderings = self.searcher.replayed, self.orderings
+        once as its ``ReplayedRun``, read in this loop (one look-up per root, no generator, no
+        ``Candidate`` made), a searched one's one by one; stops when the cap is hit."""
+        replayed, orderings = self.searcher.replayed_run, self.orderings
         counter, with_sharing = self.counter, self.fleet.roots_with_sharing
         filtered = self.exclude_nested or self.accept is not None
         for root in roots:
@@ -218,9 +237,10 @@ class _Stream:
                     yield [candidate]
             else:
                 counter.roots += 1
-                wanted = len(known) if self.wanted is None else min(len(known), self.wanted)
+                size = len(known.entries)
+                wanted = size if self.wanted is None else min(size, self.wanted)
                 taken = counter.take_many(wanted)
-                yield known if taken == len(known) else known[:taken]
+                yield known if taken == size else known.head(taken)
             if counter.cap_hit:
                 return
 

@@ -19,7 +19,7 @@ import itertools
 import sys
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from operator import itemgetter
 from typing import Any
 
@@ -29,7 +29,13 @@ from placement_numa.api import microversion as mv
 from placement_numa.api.schemas.candidate_dicts import render_candidates, summary
 from placement_numa.domain.request_groups import CandidateQuery
 from placement_numa.engine import CandidateResult, FleetSnapshot
-from placement_numa.engine.candidates import Candidate, Layout, TemplateEntry
+from placement_numa.engine.candidates import (
+    Candidate,
+    Layout,
+    ReplayedRun,
+    ResultPart,
+    TemplateEntry,
+)
 
 __all__ = [
     "FragmentCache",
@@ -54,7 +60,7 @@ PIECE_REQUESTS = 64
 PIECE_TREES = 64
 # (``%`` format, getter of its holes' values, the entries it was compiled from, the serial of
 # the response that compiled it)
-_Run = tuple[bytes, Callable[[list[bytes]], tuple[bytes, ...]], list[Any], int]
+_Run = tuple[bytes, Callable[[list[bytes]], tuple[bytes, ...]], Sequence[Any], int]
 
 
 class FragmentCache:
@@ -220,7 +226,7 @@ def candidate_body_pieces(
     )
     cache = (fragments or FragmentCache()).get(fleet, shape)
     yield b'{"allocation_requests":['
-    yield from _RequestWriter(fleet, result.candidates, cache, with_mappings).pieces()
+    yield from _RequestWriter(fleet, result.parts, cache, with_mappings).pieces()
     yield b'],"provider_summaries":{'
 
     summaries = _Summaries(fleet, cache, (all_classes, with_traits, with_tree, requested))
@@ -286,7 +292,9 @@ class RankedFragments:
         """The candidate's allocation request (its template entry's run when replayed)."""
         if candidate.entry is None or candidate.members is None:
             return self.writer.one(candidate)
-        return self.writer.run(candidate, [candidate.entry])
+        return self.writer.run(
+            candidate.anchor, candidate.members, candidate.layout, [candidate.entry]
+        )
 
     def tree_summaries(self, roots: Iterable[int]) -> bytes:
         """``"uuid":{summary}`` of every provider of the trees of ``roots``, comma
@@ -315,13 +323,13 @@ class _RequestWriter:
     def __init__(
         self,
         fleet: FleetSnapshot,
-        candidates: list[Candidate],
+        parts: Sequence[ResultPart],
         cache: dict[Any, Any],
         with_mappings: bool,
     ) -> None:
         self.fleet = fleet
         self.trees = fleet.tree
-        self.candidates = candidates
+        self.parts = parts
         self.cache = cache
         self.with_mappings = with_mappings
         self.shares: dict[Any, bytes] = cache.setdefault("shares", {})
@@ -346,51 +354,57 @@ class _RequestWriter:
 
     def pieces(self) -> Iterator[bytes]:
         """Every allocation request, comma separated, in pieces of up to ``PIECE_REQUESTS``
-        texts: a run of candidates replayed over one provider list written at once (``run``),
-        another candidate alone (``one``)."""
-        candidates = self.candidates
-        total = len(candidates)
+        texts: a ``ReplayedRun``, or consecutive candidates replayed over one provider list,
+        written at once (``run``), another candidate alone (``one``)."""
+        parts = self.parts
+        total = len(parts)
         run, one = self.run, self.one
         gathered: list[bytes] = []
         n = 0
         while n < total:
-            candidate = candidates[n]
-            members = candidate.members
-            if candidate.entry is None or members is None:
-                gathered.append(one(candidate))
-                n += 1
+            part = parts[n]
+            n += 1
+            if isinstance(part, ReplayedRun):
+                gathered.append(run(part.anchor, part.members, part.layout, part.entries))
+            elif part.entry is None or part.members is None:
+                gathered.append(one(part))
             else:
-                end = n + 1
-                while end < total and candidates[end].members is members and candidates[end].entry:
-                    end += 1
-                gathered.append(run(candidate, [c.entry for c in candidates[n:end]]))
-                n = end
+                members, entries = part.members, [part.entry]
+                while n < total:  # the consecutive candidates replayed over ``members``
+                    after = parts[n]
+                    if isinstance(after, ReplayedRun) or after.members is not members:
+                        break
+                    if not after.entry:
+                        break
+                    entries.append(after.entry)
+                    n += 1
+                gathered.append(run(part.anchor, members, part.layout, entries))
             if len(gathered) >= PIECE_REQUESTS:
                 yield b",".join(gathered)
                 gathered = [b""]  # the next piece starts with its separator
         if any(gathered):  # not only the separator of a piece that never came
             yield b",".join(gathered)
 
-    def run(self, first: Candidate, entries: list[Any]) -> bytes:
-        """The allocation requests of consecutive candidates replayed from ``entries`` over
-        ``first.members``, kept per tree when ``members`` is the anchor's whole tree and an
-        earlier response compiled the run (a repeated query)."""
+    def run(self, anchor: int, members: Any, layout: Layout, entries: Sequence[Any]) -> bytes:
+        """The allocation requests of consecutive candidates of ``anchor``'s tree replayed
+        from ``entries`` over ``members`` (with ``layout``), kept per tree when ``members`` is
+        the anchor's whole tree and an earlier response compiled the run (a repeated
+        query)."""
         key = tuple(map(id, entries))
-        anchor, members = first.anchor, first.members
         own_tree = members is self.trees.get(anchor)
-        per_tree: dict[tuple[int, ...], tuple[bytes, list[Any]]] | None = None
+        per_tree: dict[tuple[int, ...], tuple[bytes, Sequence[Any]]] | None = None
         quoted: list[bytes] | None = None
         if own_tree:
             cache = self.cache
             per_tree = cache.get(("runs", anchor))
             if per_tree is not None:
-                found: tuple[bytes, list[Any]] | None = per_tree.get(key)
+                found: tuple[bytes, Sequence[Any]] | None = per_tree.get(key)
                 if found is not None:
                     return found[0]
             quoted = cache.get(("root-q", anchor))  # ``quoted_members``' look-up, inline
         run = self.runs.get(key)
         if run is None:
-            run = self.runs[key] = self.compile(entries, first.layout)
+            run = self.runs[key] = self.compile(entries, layout)
         if quoted is None:
             quoted = self.quoted_members(anchor, members, own_tree)
         text = run[0] % run[1](quoted)
@@ -404,7 +418,7 @@ class _RequestWriter:
                 per_tree[key] = (text, entries)
         return text
 
-    def compile(self, entries: list[Any], layout: Layout) -> _Run:
+    def compile(self, entries: Sequence[Any], layout: Layout) -> _Run:
         """``entries`` as one ``%`` format over the quoted uuids of their members."""
         formats = []
         holes: list[int] = []
