@@ -220,12 +220,15 @@ class ReplayedRun:
         members: Sequence[int],
         layout: Layout,
         entries: Sequence[TemplateEntry],
+        candidates: list[Candidate] | None = None,
     ) -> None:
+        """``candidates``: the run's candidates when they were made already (one per entry, in
+        order), kept as ``candidates()``."""
         self.anchor = anchor
         self.members = members
         self.layout = layout
         self.entries = entries
-        self._candidates: list[Candidate] | None = None
+        self._candidates = candidates
 
     def __len__(self) -> int:
         return len(self.entries)

@@ -35,6 +35,10 @@ from placement_numa.engine.search import search_assignments
 
 __all__ = ["RootSearch", "RootView", "RankBoundFn"]
 
+# a root's replayed answer as kept per snapshot: a list of candidates (``replayed``) or a run
+# (``replayed_run``), whichever was asked first
+RootAnswer = list[Candidate] | ReplayedRun
+
 
 class RootSearch:
     """Searches roots one at a time for one ``QueryPlan``, reusing work across look-alike roots.
@@ -67,7 +71,7 @@ class RootSearch:
         self.profile_templates: dict[object, list[TemplateEntry]] = {}
         self.expanded_templates: dict[object, list[TemplateEntry]] = {}
         # per root: its replayed candidates (orderings, one per ordering class), this snapshot's
-        self.root_answers: tuple[dict[int, ReplayedRun], dict[int, ReplayedRun]] = ({}, {})
+        self.root_answers: tuple[dict[int, RootAnswer], dict[int, RootAnswer]] = ({}, {})
         # the answers per profile of the queries alike but for amounts (other sizes of one
         # flavor shape: ``engine/amount_patterns.py``), translated to this query's amounts on a
         # miss; found on the first miss (a repeated query has none)
@@ -128,17 +132,42 @@ class RootSearch:
         """``candidates(root)`` as a list when a look-alike root's answer is known (replayed,
         no search), else ``None``. The list is kept per snapshot and root: read, never change
         it."""
-        run = self.replayed_run(root, orderings=orderings)
-        return None if run is None else run.candidates()
-
-    def replayed_run(self, root: int, *, orderings: bool = True) -> ReplayedRun | None:
-        """``replayed(root)`` as one ``ReplayedRun`` (no ``Candidate`` made until one is
-        read), or ``None``. Kept per snapshot and root, as ``replayed``'s list."""
         every = orderings and bool(self.plan.unit_runs)
         kept = self.root_answers[0 if every else 1]
         found = kept.get(root)
         if found is not None:
-            return found
+            return found if isinstance(found, list) else found.candidates()
+        known = self._class_answer(root, every)
+        if known is None:
+            return None
+        members, layout = self.plan.fleet.tree[root], self.layout
+        listed = kept[root] = [
+            Candidate(root, None, None, layout, members, entry) for entry in known
+        ]
+        return listed
+
+    def replayed_run(self, root: int, *, orderings: bool = True) -> ReplayedRun | None:
+        """``replayed(root)`` as one ``ReplayedRun`` (no ``Candidate`` made until one is
+        read), or ``None``. Kept per snapshot and root in ``replayed``'s place: whichever of
+        the two is asked first keeps its form, and the other reads it."""
+        every = orderings and bool(self.plan.unit_runs)
+        kept = self.root_answers[0 if every else 1]
+        found = kept.get(root)
+        members = self.plan.fleet.tree[root]
+        if found is not None:
+            if not isinstance(found, list):
+                return found
+            entries = [c.entry for c in found if c.entry is not None]  # every one has its entry
+            return ReplayedRun(root, members, self.layout, entries, found)
+        known = self._class_answer(root, every)
+        if known is None:
+            return None
+        run = kept[root] = ReplayedRun(root, members, self.layout, known)
+        return run
+
+    def _class_answer(self, root: int, every: bool) -> list[TemplateEntry] | None:
+        """``_known(root, every)``, read by the root's look-alike class once roots are classed
+        (one look-up per root, kept per class), else ``None``."""
         classes, by_class = self.profile_classes, self.class_answers[0 if every else 1]
         number = -1  # the root's look-alike class, once roots are classed
         if classes is not None and root not in self.plan.fleet.shared_into:
@@ -146,12 +175,9 @@ class RootSearch:
         known = by_class.get(number)  # never -1
         if known is None:
             known = self._known(root, every)
-            if known is None:
-                return None
-            if number >= 0:
+            if known is not None and number >= 0:
                 by_class[number] = known
-        found = kept[root] = ReplayedRun(root, self.plan.fleet.tree[root], self.layout, known)
-        return found
+        return known
 
     def _known(self, root: int, every: bool) -> list[TemplateEntry] | None:
         """The known answer of ``root``'s profile in positions (every ordering when

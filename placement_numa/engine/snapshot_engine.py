@@ -14,7 +14,7 @@ import heapq
 import random
 from collections.abc import Callable, Collection, Iterable, Iterator
 from itertools import chain, islice
-from typing import Any, Unpack
+from typing import Any, Unpack, cast
 
 from placement_numa.domain.request_groups import CandidateQuery
 from placement_numa.engine.candidates import (
@@ -105,6 +105,7 @@ class SnapshotEngine:
         counter = Counter(cap)
         found: list[ResultPart] = []  # candidates and runs of replayed ones, in order
         count = 0  # candidates in ``found``
+        runs = False  # whether ``found`` holds a run (else it is the list of candidates)
         if limit is None or limit > 0:
             stream = _Stream(
                 self,
@@ -124,21 +125,18 @@ class SnapshotEngine:
             )
             for batch in candidates:
                 size = len(batch)
-                if not size:  # a replayed root without candidates
-                    continue
                 if limit is not None and count + size >= limit:
                     size = limit - count
-                    if isinstance(batch, ReplayedRun):
-                        found.append(batch.head(size))
-                    else:
-                        found.extend(batch[:size])
-                    count += size
-                    break
+                    batch = batch.head(size) if isinstance(batch, ReplayedRun) else batch[:size]
                 if isinstance(batch, ReplayedRun):
-                    found.append(batch)
+                    if size:  # a replayed root without candidates adds nothing
+                        found.append(batch)
+                        runs = True
                 else:
                     found.extend(batch)
                 count += size
+                if limit is not None and count >= limit:
+                    break
                 stream.wanted = None if limit is None else limit - count
         stats = SearchStats(
             returned=count,
@@ -146,7 +144,9 @@ class SnapshotEngine:
             roots_visited=counter.roots,
             cap_hit=counter.cap_hit,
         )
-        return CandidateResult(None, fleet, stats, parts=found)
+        # without runs ``found`` is the candidates themselves: nothing to make on a read
+        listed = None if runs else cast("list[Candidate]", found)
+        return CandidateResult(listed, fleet, stats, parts=found)
 
 
 class _Stream:
