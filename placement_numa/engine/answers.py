@@ -96,13 +96,13 @@ def _bounded_put(table: dict[Any, Any], key: object, value: Any, bound: int) -> 
 
 
 def root_answers(fleet: FleetSnapshot, key: object) -> dict[int, Any]:
-    """Each root's replayed candidates in ``fleet`` for the query ``key`` (a ``ReplayedRun``:
-    ``RootSearch.replayed_run``; kept per snapshot), started from the previous snapshot's
-    when ``fleet`` was patched from the one that kept them last: all but the roots of the
-    replaced trees and those a sharing provider is anchored at. A claim changes one tree;
-    the answers of the others stay (issue 30: a query right after a claim). Nothing is
-    carried over a full load or a write beyond trees (``FleetSnapshot.changed_beyond_trees``).
-    """
+    """Each root's replayed candidates in ``fleet`` for the query ``key`` (a list or a
+    ``ReplayedRun``: ``RootSearch.replayed``, ``replayed_run``; kept per snapshot), started
+    from the previous snapshot's when ``fleet`` was patched from the one that kept them last:
+    all but the roots of the replaced trees and those a sharing provider is anchored at. A
+    claim changes one tree; the answers of the others stay (issue 30: a query right after a
+    claim). Nothing is carried over a full load or a write beyond trees
+    (``FleetSnapshot.changed_beyond_trees``)."""
     lineage: dict[object, tuple[int, dict[int, Any]]] = fleet.derived.setdefault("root-answers", {})
 
     def start() -> dict[int, Any]:  # under _LOCK

@@ -153,16 +153,17 @@ class RootSearch:
         every = orderings and bool(self.plan.unit_runs)
         kept = self.root_answers[0 if every else 1]
         found = kept.get(root)
-        members = self.plan.fleet.tree[root]
         if found is not None:
             if not isinstance(found, list):
                 return found
+            # ``replayed``'s list: its candidates' entries over this snapshot's tree (a list
+            # carried from an older snapshot is one of a tree that did not change)
             entries = [c.entry for c in found if c.entry is not None]  # every one has its entry
-            return ReplayedRun(root, members, self.layout, entries, found)
+            return ReplayedRun(root, self.plan.fleet.tree[root], self.layout, entries, found)
         known = self._class_answer(root, every)
         if known is None:
             return None
-        run = kept[root] = ReplayedRun(root, members, self.layout, known)
+        run = kept[root] = ReplayedRun(root, self.plan.fleet.tree[root], self.layout, known)
         return run
 
     def _class_answer(self, root: int, every: bool) -> list[TemplateEntry] | None:
