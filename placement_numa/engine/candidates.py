@@ -9,7 +9,7 @@ Providers are snapshot indices (``FleetSnapshot.providers[i]``); the API turns t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -22,6 +22,7 @@ __all__ = [
     "Layout",
     "ReplayedRun",
     "ResultPart",
+    "replayed_candidates",
     "SearchStats",
     "TemplateEntry",
 ]
@@ -240,15 +241,22 @@ class ReplayedRun:
         return ReplayedRun(self.anchor, self.members, self.layout, self.entries[:count])
 
     def candidates(self) -> list[Candidate]:
-        """One ``Candidate.replayed`` per entry, in order (made on the first call, then kept:
-        read, never change the list)."""
+        """``replayed_candidates`` of the run (made on the first call, then kept: read, never
+        change the list)."""
         found = self._candidates
         if found is None:
-            anchor, members, layout = self.anchor, self.members, self.layout
-            found = self._candidates = [
-                Candidate(anchor, None, None, layout, members, entry) for entry in self.entries
-            ]
+            found = self._candidates = replayed_candidates(
+                self.anchor, self.members, self.layout, self.entries
+            )
         return found
+
+
+def replayed_candidates(
+    anchor: int, members: Sequence[int], layout: Layout, entries: Iterable[TemplateEntry]
+) -> list[Candidate]:
+    """One ``Candidate.replayed(anchor, members, entry, layout)`` per entry of ``entries``, in
+    order (made in one comprehension: a replayed root makes one per entry at once)."""
+    return [Candidate(anchor, None, None, layout, members, entry) for entry in entries]
 
 
 # what a search result holds, in order: candidates, and runs of replayed ones

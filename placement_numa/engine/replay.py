@@ -24,7 +24,12 @@ from placement_numa.engine.answers import (
     root_answers,
 )
 from placement_numa.engine.answers import lazy_room_codes as room_codes  # coded as read
-from placement_numa.engine.candidates import Candidate, ReplayedRun, TemplateEntry
+from placement_numa.engine.candidates import (
+    Candidate,
+    ReplayedRun,
+    TemplateEntry,
+    replayed_candidates,
+)
 from placement_numa.engine.fleet import FleetSnapshot
 from placement_numa.engine.options import slot_options
 from placement_numa.engine.orderings import expand
@@ -140,10 +145,9 @@ class RootSearch:
         known = self._class_answer(root, every)
         if known is None:
             return None
-        members, layout = self.plan.fleet.tree[root], self.layout
-        listed = kept[root] = [
-            Candidate(root, None, None, layout, members, entry) for entry in known
-        ]
+        listed = kept[root] = replayed_candidates(
+            root, self.plan.fleet.tree[root], self.layout, known
+        )
         return listed
 
     def replayed_run(self, root: int, *, orderings: bool = True) -> ReplayedRun | None:
