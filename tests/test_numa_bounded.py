@@ -234,6 +234,82 @@ def test_numa_bounds_are_lower_bounds(
     _bounds_hold(fleet, numa.search_query, ranker)
 
 
+@PROPERTY
+@given(
+    numa_fleets(max_hosts=4),
+    flavors(),
+    st.lists(st.tuples(st.sampled_from((256, 512, 1024, 1536, 2048, 3072)), st.integers(0, 2))),
+)
+def test_bounds_kept_across_sizes_hold(
+    fleet_index: tuple[FleetSnapshot, CellIndex],
+    flavor_options: tuple[Flavor, NumaOptions],
+    sizes: list[tuple[int, int]],
+) -> None:
+    """A flavor asked in several sizes on one snapshot: the bounds a size reads from those
+    kept for another (``HostView.bound_memo``, by ``amount_profile``) are lower bounds of its
+    own candidates' keys, and every answer equals the exhaustive ranking."""
+    from dataclasses import replace
+
+    from placement_numa.errors import PlacementError
+    from placement_numa.numa.translate import translate
+
+    fleet, index = fleet_index
+    base, options = flavor_options
+    engine = SnapshotEngine(StaticFleetSource(fleet))
+    for memory, more_cpus in [(base.memory_mb, 0), *sizes]:
+        flavor = replace(base, memory_mb=memory, vcpus=base.vcpus + more_cpus)
+        try:
+            numa = translate(flavor)
+        except PlacementError:
+            continue
+        if numa.topology is not None:
+            distinct = numa.anchors if numa.filter_anchors else ()
+            ranker = NumaRanker(
+                index, numa.cpu_classes, prefer_closest=options.prefer_closest, distinct=distinct
+            )
+            _bounds_hold(fleet, numa.search_query, ranker)
+        kwargs: dict[str, Any] = dict(
+            database=None, engine=engine, flavor=flavor, image=None, options=options, index=index
+        )
+        assert answer(flavor_candidates(**kwargs)) == answer(
+            flavor_candidates(**kwargs, exhaustive=True)
+        )
+
+
+def test_bounds_are_kept_across_sizes() -> None:
+    """The second size of a flavor computes no bound its first size found (``bound_memo``):
+    the relaxed search runs only for the first."""
+    import placement_numa.numa.engine_rank as engine_rank
+
+    fleet, index = _uniform_fleet(hosts=12)
+    engine = SnapshotEngine(StaticFleetSource(fleet))
+    specs = {"hw:numa_nodes": "2", "hw:cpu_policy": "dedicated"}
+    calls: list[int] = []
+    original = engine_rank.relaxed_best_key
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    engine_rank.relaxed_best_key = counting  # type: ignore[assignment]
+    try:
+        for memory in (2048, 2304, 2560):
+            flavor_candidates(
+                database=None,
+                engine=engine,
+                flavor=Flavor(4, memory, extra_specs=specs),
+                image=None,
+                options=NumaOptions(limit=3),
+                index=index,
+            )
+            if memory == 2048:
+                first = len(calls)
+    finally:
+        engine_rank.relaxed_best_key = original  # type: ignore[assignment]
+    assert first >= 1
+    assert len(calls) == first
+
+
 def test_bounded_search_visits_few_roots() -> None:
     """With ``limit``, only the roots whose best keys come first are searched."""
     fleet, index = _uniform_fleet(hosts=40)

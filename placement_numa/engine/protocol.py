@@ -76,6 +76,13 @@ class RootBoundView(Protocol):
     * ``profile``: an id equal for two roots whose options and candidates are the same position
       by position (look-alike trees), or ``None`` when the root's answer depends on more than its
       tree (``in_tree``, sharing providers): a bound may memoise per profile;
+    * ``amount_profile`` (optional: a view may lack it, so read it with ``getattr``): a
+      hashable value, equal for two roots (of this search, or of another on the same snapshot
+      lineage whose query differs only in its amounts: a flavor catalogue's sizes,
+      ``engine/amount_patterns.py``) only when their candidates are the same assignments of
+      slots to member positions, amounts aside; ``None`` when there is none. A bound whose key
+      reads the amounts only through some of them (the NUMA rank: the CPUs) may memoise across
+      searches by it and those amounts;
     * ``cache``: a dict shared by every view of one search (for such memos);
     * ``options()``: provider indices per slot of ``plan`` for this root (every provider the
       engine would try there), or ``None`` when some slot has none (no candidate).

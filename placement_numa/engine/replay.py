@@ -82,6 +82,9 @@ class RootSearch:
         # miss; found on the first miss (a repeated query has none)
         self.pattern_templates: dict[object, list[TemplateEntry]] | None = None
         self.pattern_read = True
+        # ``pattern_key(plan)`` once asked (``pattern``)
+        self._pattern: tuple[object, ...] | None = None
+        self._pattern_known = False
         if self.by_profile:
             self.profile_templates, self.expanded_templates = memo_of(plan)
             self.pattern_read = self.codes is None
@@ -210,7 +213,7 @@ class RootSearch:
             return found
         if not self.pattern_read:
             self.pattern_read = True
-            pattern = pattern_key(self.plan)
+            pattern = self.pattern()
             if pattern is not None:
                 self.pattern_templates = pattern_answers(self.plan, pattern)
         if self.pattern_templates is not None:
@@ -220,6 +223,29 @@ class RootSearch:
                 if len(self.profile_templates) < self.MAX_TEMPLATES:
                     self.profile_templates[profile] = found
         return found
+
+    def pattern(self) -> tuple[object, ...] | None:
+        """``amount_patterns.pattern_key`` of the plan (what queries alike but for their
+        amounts share), computed once per search; ``None`` when not shared."""
+        if not self._pattern_known:
+            self._pattern_known = True
+            self._pattern = pattern_key(self.plan)
+        return self._pattern
+
+    def amount_profile(self, root: int) -> object | None:
+        """``(pattern, profile)``: equal for two roots, in this search or in another of a query
+        alike but for its amounts (``amount_patterns.pattern_key``) on this snapshot lineage,
+        only when their candidates are the same assignments of slots to member positions
+        (their amounts aside: one pattern, one tree profile); ``None`` when roots are not read
+        by room codes (``in_tree``, a sharing provider anchored at ``root``, no codes) or the
+        pattern is not shared."""
+        if self.codes is None:
+            return None
+        profile = self._profile(root)
+        if profile is None:
+            return None
+        pattern = self.pattern()
+        return None if pattern is None else (pattern, profile)
 
     def _entry_orderings(self, entry: TemplateEntry) -> Iterator[TemplateEntry]:
         """``entry`` and its reorderings, in positions."""
@@ -398,6 +424,8 @@ class RootView:
     * ``profile``: ``fleet.root_profiles[root]`` when the root's options and candidates depend
       only on its tree's look (no ``in_tree``, no sharing provider anchored there), else ``None``;
       two roots with the same profile have the same options position by position;
+    * ``amount_profile``: ``RootSearch.amount_profile`` (the profile across queries alike but
+      for their amounts), or ``None``;
     * ``cache``: a dict shared by every view of one search (for per-profile memos);
     * ``options()``: providers per slot for this root (``None``: some slot has none, so the
       root has no candidate).
@@ -424,6 +452,11 @@ class RootView:
     def fleet(self) -> FleetSnapshot:
         """The ``FleetSnapshot`` the plan was made for."""
         return self.searcher.plan.fleet
+
+    @property
+    def amount_profile(self) -> object | None:
+        """``RootSearch.amount_profile`` of this root (hashable), or ``None``."""
+        return self.searcher.amount_profile(self.root)
 
     @property
     def cache(self) -> dict[object, object]:

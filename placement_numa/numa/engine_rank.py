@@ -25,6 +25,8 @@ from placement_numa.numa.ranking import HostCells, NumaScore, rank_key, score
 
 __all__ = ["CellIndex", "NumaBound", "NumaRanker"]
 
+_UNKNOWN = object()  # a memo miss (a kept bound may be ``None``: no candidate)
+
 
 class NumaRanker:
     """Scores candidates of one query; ``rank`` is the engine hook (smaller key is better)."""
@@ -60,6 +62,10 @@ class NumaRanker:
         # (entry id, shape, bound class) -> (entry, (key, score)): see ``scored``
         self._by_entry: dict[
             tuple[int, int | None, int], tuple[object, tuple[tuple[object, ...], NumaScore]]
+        ] = {}
+        # id(candidate) -> (candidate, snapshot, (key, score)) of replayed ones: see ``scored``
+        self._by_candidate: dict[
+            int, tuple[Candidate, FleetSnapshot, tuple[tuple[object, ...], NumaScore]]
         ] = {}
 
     @property
@@ -140,15 +146,21 @@ class NumaRanker:
         half of; ``search_hooks.NumaHooks.rank`` calls it directly), memoised per host class
         and cell usage, and for a candidate replayed from its tree's answer
         (``Candidate.entry`` in member positions) per entry and bound class: look-alike hosts
-        with alike cells score an entry alike."""
+        with alike cells score an entry alike; such a candidate's pair is also kept by the
+        candidate itself (the engine ranks it, then ``NumaHooks.ranked`` scores it again; its
+        list is kept per snapshot by the engine, so holding it costs no memory)."""
         entry, anchor = candidate.entry, candidate.anchor
         replayed = None
         if entry is not None and candidate.members is fleet.tree.get(anchor):
+            mine = self._by_candidate.get(id(candidate))
+            if mine is not None and mine[0] is candidate and mine[1] is fleet:
+                return mine[2]
             view = self.view(fleet)
             shape = fleet.shape_profiles.get(anchor)
             replayed = (id(entry), shape, int(view.bound_classes[anchor]))
             hit = self._by_entry.get(replayed)
             if hit is not None and hit[0] is entry:
+                self._by_candidate[id(candidate)] = (candidate, fleet, hit[1])
                 return hit[1]
         ids, host, number = self._host(fleet, anchor)
         used, devices = self._used(candidate, fleet, ids)
@@ -159,6 +171,7 @@ class NumaRanker:
             cached = self._ranked[memo] = (rank_key(numa, prefer_closest=self.prefer_closest), numa)
         if replayed is not None:
             self._by_entry[replayed] = (entry, cached)
+            self._by_candidate[id(candidate)] = (candidate, fleet, cached)
         return cached
 
     def devices(
@@ -188,15 +201,29 @@ class NumaRanker:
     def bound_of(self, view: RootBoundView) -> tuple[object, ...] | None:
         """``bound`` for one root: a lower bound of the rank key of every candidate
         anchored at ``view.root`` (the exact best key for ``translate``'s NUMA queries), or
-        ``None`` when the root has no candidate. Memoised per search for roots with the same
-        look-alike profile, cell ids and distance matrix."""
+        ``None`` when the root has no candidate. Memoised for roots with the same cell ids and
+        host class (free CPUs per cell, distances) and either the same look-alike profile
+        (per search) or the same ``amount_profile`` and CPUs per slot (across the searches of
+        the snapshot lineage, ``HostView.bound_memo``: a flavor's other sizes differ in memory,
+        which the key does not read; the candidates are the same assignments, so the bound
+        holds for them)."""
         fleet, root = view.fleet, view.root
         ids, host, number = self._host(fleet, root)
         memo: tuple[object, ...] | None = None
-        if view.profile is not None:
+        store: dict[Any, object] = view.cache
+        across = getattr(view, "amount_profile", None)  # optional in the contract
+        if across is not None:
+            cpu = self.cpu_classes
+            asked = tuple(sum(a for rc, a in s.resources if rc in cpu) for s in view.plan.slots)
+            memo = ("numa-bound", across, asked, tuple(ids.values()), number)
+            memo += (self.prefer_closest, self.distinct)
+            store = self.view(fleet).bound_memo()
+        elif view.profile is not None:
             memo = ("numa-bound", view.profile, tuple(ids.values()), number)
-            if memo in view.cache:
-                return view.cache[memo]  # type: ignore[return-value]
+        if memo is not None:
+            found = store.get(memo, _UNKNOWN)
+            if found is not _UNKNOWN:
+                return found  # type: ignore[return-value]
         options = view.options()
         result: tuple[object, ...] | None = None
         if options is not None:
@@ -228,7 +255,7 @@ class NumaRanker:
                 nested_cells=nested,
             )
         if memo is not None:
-            view.cache[memo] = result
+            store[memo] = result
         return result
 
     def as_hook(self) -> Callable[[Candidate, FleetSnapshot], tuple[object, ...]]:

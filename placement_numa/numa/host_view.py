@@ -43,6 +43,8 @@ HW_NUMA_ROOT = os_traits.HW_NUMA_ROOT
 KEPT_REVISIONS = 4
 # entries of replaced trees a derived view keeps beside the shared ones before folding them in
 MAX_CHANGED = 4096
+# rank bounds a lineage keeps (``HostView.bound_memo``) before it starts over
+MAX_BOUNDS = 8192
 _LOCK = threading.Lock()
 
 # (cell provider index -> cell id, the host's cells, host class number)
@@ -52,13 +54,15 @@ HostEntry = tuple[dict[int, int], HostCells, int]
 class _Tables:
     """Content-keyed numbering shared by the views of one lineage (append-only): cell
     positions and free CPUs per root profile, host classes (and one ``HostCells`` per class,
-    shared by its hosts: equal free CPUs per cell id and equal distances), bound classes."""
+    shared by its hosts: equal free CPUs per cell id and equal distances), bound classes; and
+    the rank bounds found for content keys (``HostView.bound_memo``)."""
 
     def __init__(self) -> None:
         self.shapes: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
         self.host_classes: dict[tuple[object, ...], int] = {}
         self.host_cells: dict[int, HostCells] = {}
         self.bound_classes: dict[tuple[object, ...], int] = {}
+        self.bounds: dict[tuple[object, ...], object] = {}
 
 
 class HostView:
@@ -116,6 +120,17 @@ class HostView:
         if found is None:
             found = self._entry(fleet, root)
         return found
+
+    def bound_memo(self) -> dict[tuple[object, ...], object]:
+        """The rank bounds kept for this view's lineage and CPU classes
+        (``NumaRanker.bound_of``), keyed by content (a root's ``amount_profile``, the CPUs
+        its slots ask, its cell ids and host class): valid in every snapshot of the lineage,
+        since host class numbers are content-keyed too. Emptied when it holds more than
+        ``MAX_BOUNDS`` entries; thread-safe as a dict (a race computes a bound twice)."""
+        bounds = self.tables.bounds
+        if len(bounds) > MAX_BOUNDS:
+            bounds.clear()
+        return bounds
 
     def _add(self, fleet: FleetSnapshot, root: int, into: dict[int, Any]) -> None:
         entry = into[root] = self._entry(fleet, root)
