@@ -12,7 +12,7 @@ from placement_numa.engine.bounded_roots import bounded_roots
 from placement_numa.engine.candidates import Candidate
 from placement_numa.engine.replay import RankBoundFn, RootSearch
 
-__all__ = ["round_robin", "merge_ranked", "Counter"]
+__all__ = ["round_robin", "merge_ranked", "Counter", "RankedRoot"]
 
 
 class Counter:
@@ -62,10 +62,14 @@ def round_robin(streams: Iterable[Iterator[Candidate]]) -> Iterator[Candidate]:
             active.append(stream)
 
 
+# one root's ``(key, candidate)`` in rank order: a list (a root answered at once) or lazily
+RankedRoot = list[tuple[Any, Candidate]] | Iterator[tuple[Any, Candidate]]
+
+
 def merge_ranked(
     searcher: RootSearch,
     roots: Iterable[int],
-    ranked_root: Callable[[int], Iterator[tuple[Any, Candidate]]],
+    ranked_root: Callable[[int], RankedRoot],
     bound: RankBoundFn | None,
     *,
     diversify: bool,
@@ -80,7 +84,9 @@ def merge_ranked(
     candidates may also be found from another anchor (sharing providers) are searched first,
     in root order, so the dedup keeps the copy the exhaustive merge would keep. With
     ``diversify``, rounds: each root's best candidate in rank order, then each root's second
-    best, and so on. Stops searching new roots once the cap is spent.
+    best, and so on. Stops searching new roots once the cap is spent. ``ranked_root(root)``
+    gives a root's ``(key, candidate)`` in rank order, as a list when it has them at once
+    (its first goes on the heap and only the rest, if any, become a stream) or an iterator.
     """
     first: list[tuple[int, int]] = []  # (order, root): searched before any bound applies
     pending = bounded_roots(searcher, roots, bound, first)  # (bound, order, root), sorted
@@ -100,15 +106,24 @@ def merge_ranked(
 
     def pop() -> Candidate:
         _, order, _, candidate = heapq.heappop(heap)
-        if diversify:
-            later.append(order)
-        else:
-            push(order)
+        if order in streams:  # else the root has no candidate left
+            if diversify:
+                later.append(order)
+            else:
+                push(order)
         return candidate
 
     def start(order: int, root: int) -> None:
-        streams[order] = ranked_root(root)
-        push(order)
+        nonlocal seq
+        found = ranked_root(root)
+        if not isinstance(found, list):
+            streams[order] = found
+            push(order)
+        elif found:  # the common case: a replayed root's few candidates, one on the heap
+            seq += 1
+            heapq.heappush(heap, (found[0][0], order, seq, found[0][1]))
+            if len(found) > 1:
+                streams[order] = iter(found[1:])
 
     for order, root in first:
         if counter.cap_hit:

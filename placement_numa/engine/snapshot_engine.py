@@ -25,7 +25,7 @@ from placement_numa.engine.candidates import (
     SearchStats,
 )
 from placement_numa.engine.fleet import FleetSnapshot
-from placement_numa.engine.merge import Counter, merge_ranked, round_robin
+from placement_numa.engine.merge import Counter, RankedRoot, merge_ranked, round_robin
 from placement_numa.engine.names import check_names
 from placement_numa.engine.options import candidate_roots
 from placement_numa.engine.plan import QueryPlan, plan_query
@@ -208,18 +208,22 @@ class _Stream:
             yield from self.depth_first(roots)
             return
         if rank is None:
-            stream = round_robin(self.per_root(root) for root in roots)
-        else:
-            stream = merge_ranked(
-                self.searcher,
-                roots,
-                lambda root: self.ranked_root(root, rank, need),
-                rank_bound if not self.engine.randomize else None,
-                diversify=diversify,
-                counter=self.counter,
-            )
-        for candidate in stream:
-            yield [candidate]
+            for candidate in round_robin(self.per_root(root) for root in roots):
+                yield [candidate]
+            return
+        ranked = merge_ranked(
+            self.searcher,
+            roots,
+            lambda root: self.ranked_root(root, rank, need),
+            rank_bound if not self.engine.randomize else None,
+            diversify=diversify,
+            counter=self.counter,
+        )
+        while True:  # as many as still wanted at once (the merge is lazy: it stops there)
+            batch = list(ranked if self.wanted is None else islice(ranked, self.wanted))
+            if not batch:
+                return
+            yield batch
 
     def depth_first(self, roots: Iterable[int]) -> Iterator[list[Candidate] | ReplayedRun]:
         """Unranked candidates root by root (``per_root``), in batches: a replayed root's at
@@ -292,16 +296,14 @@ class _Stream:
         """An unranked root's candidates (every ordering with ``orderings``)."""
         return self.unique(root, self.bases(root, self.orderings))
 
-    def ranked_root(
-        self, root: int, rank: RankFn, need: int | None
-    ) -> Iterator[tuple[Any, Candidate]]:
+    def ranked_root(self, root: int, rank: RankFn, need: int | None) -> RankedRoot:
         """``(key, candidate)`` of one root in rank order (ties: search order); at most
         ``need`` ranked classes kept (all when the root may share candidates). A root answered
-        by replay (``replayed_bases``) is ranked at once and read from a list (no generator:
+        by replay (``replayed_bases``) is ranked at once and given as a list (no generator:
         a first-time query over 1,000 roots resumes none per root)."""
         known = self.replayed_bases(root)
         if known is not None:  # a look-alike tree's answer: ranked in one pass
-            return iter(self.ranked_known(known, rank, need))
+            return self.ranked_known(known, rank, need)
         return self.searched_root(root, rank, need)
 
     def searched_root(
