@@ -147,8 +147,9 @@ class NumaRanker:
         and cell usage, and for a candidate replayed from its tree's answer
         (``Candidate.entry`` in member positions) per entry and bound class: look-alike hosts
         with alike cells score an entry alike; such a candidate's pair is also kept by the
-        candidate itself (the engine ranks it, then ``NumaHooks.ranked`` scores it again; its
-        list is kept per snapshot by the engine, so holding it costs no memory)."""
+        candidate itself (the engine ranks it, then ``NumaHooks.ranked`` scores it again): one
+        dict entry per candidate for the ranker's life (one request), and no candidate kept
+        alive that the engine does not keep already (it keeps replayed lists per snapshot)."""
         entry, anchor = candidate.entry, candidate.anchor
         replayed = None
         if entry is not None and candidate.members is fleet.tree.get(anchor):
