@@ -14,29 +14,42 @@ Times, p50 over ``--repeat`` runs with wall (``time.perf_counter``) and CPU
 * ``POST /allocation_candidates/claim`` with the two-cell flavor (a new consumer each time, so
   every claim writes and the next search sees a changed tree).
 
+``--http PORT``: the same cases over HTTP, as a Nova filter or a scheduler calls: ``placement-numa
+serve --workers 1`` on ``PORT`` (noauth2) on the same database, and a thin client
+(``http.client``, one kept connection: it reads a body in one call, where ``httpx``'s pure
+Python HTTP parser spends 8-10 ms of client CPU on a 2.8 MB ``limit=1000`` answer); the CPU
+column is then the service's (all its processes, from ``/proc``), a mean per request (``/proc``
+counts in clock ticks, too coarse for one request's p50). In process, ``TestClient`` adds its
+own cost (about 3-4 ms a request on this machine, more for a large body).
+
 ``--profile``: cProfile of the route functions (search, claim, rendering), after the timed cases
 (a warm process): ``--repeat`` first-time two-cell queries at ``limit=10`` and at ``limit=1000``
 and ``--repeat`` claims (top 30 by cumulative time, then by own time).
 
     python benchmarks/numa_scale.py --hosts 10000 --db /tmp/pn-scale-10000.sqlite
+    python benchmarks/numa_scale.py --hosts 10000 --db /tmp/pn-scale-10000.sqlite --http 19340
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
+import http.client
 import itertools
 import os
 import pstats
 import statistics
 import time
 import uuid
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
 
 import fastapi.routing
+import orjson
 from fastapi.testclient import TestClient
 from scale import seeded  # benchmarks/scale.py
+from side_by_side import ours, services_cpu_seconds  # benchmarks/side_by_side.py
 from starlette.concurrency import run_in_threadpool
 
 from placement_numa.app import create_app
@@ -61,15 +74,55 @@ def flavor(cells: int, *, fresh: bool) -> dict[str, Any]:
     }
 
 
-def timed(action: Callable[[], Any], repeat: int) -> tuple[float, float]:
-    """p50 wall ms, p50 CPU ms of ``repeat`` runs of ``action``."""
+def timed(action: Callable[[], Any], repeat: int, *, http: bool = False) -> tuple[float, float]:
+    """p50 wall ms and CPU ms of ``repeat`` runs of ``action``: this process's p50 in process,
+    the service's mean with ``http`` (its processes' CPU over the runs, divided by ``repeat``)."""
     walls, cpus = [], []
+    service = services_cpu_seconds() if http else 0.0
     for _ in range(repeat):
         w, c = time.perf_counter(), time.process_time()
         action()
         cpus.append((time.process_time() - c) * 1000)
         walls.append((time.perf_counter() - w) * 1000)
+    if http:
+        return statistics.median(walls), (services_cpu_seconds() - service) * 1000 / repeat
     return statistics.median(walls), statistics.median(cpus)
+
+
+class Answer(NamedTuple):
+    """What a case reads of a response."""
+
+    status_code: int
+    text: str
+
+
+class HttpClient:
+    """``post(path, json=..., headers=...)`` over one kept ``http.client`` connection."""
+
+    def __init__(self, port: int) -> None:
+        self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+
+    def post(self, path: str, *, json: Any, headers: dict[str, str]) -> Answer:
+        self.connection.request("POST", path, orjson.dumps(json), headers)
+        response = self.connection.getresponse()
+        body = response.read()
+        return Answer(response.status, body[:2000].decode(errors="replace"))
+
+
+@contextlib.contextmanager
+def client_for(url: str, port: int | None) -> Iterator[TestClient | HttpClient]:
+    """The client the cases use: ``TestClient`` on the app in this process, or (``port``) an
+    ``HttpClient`` on ``placement-numa serve --workers 1`` at ``port``."""
+    if port is None:
+        with TestClient(create_app(Settings(database_url=url, auth_strategy="noauth2"))) as c:
+            yield c
+        return
+    with ours(port, url, workers=1):
+        client = HttpClient(port)
+        try:
+            yield client
+        finally:
+            client.connection.close()
 
 
 class RouteProfile:
@@ -108,11 +161,13 @@ def main() -> int:
     parser.add_argument("--db", default=None, help="SQLite file (seeded when missing)")
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--http", type=int, metavar="PORT", default=None)
     args = parser.parse_args()
+    if args.profile and args.http is not None:
+        parser.error("--profile profiles this process: not with --http")
     url = seeded(args.hosts, args.db)
     profiler = RouteProfile() if args.profile else None
-    app = create_app(Settings(database_url=url, auth_strategy="noauth2"))
-    with TestClient(app) as client:
+    with client_for(url, args.http) as client:
 
         def post(path: str, body: dict[str, Any]) -> Callable[[], None]:
             def action() -> None:
@@ -146,11 +201,13 @@ def main() -> int:
             cases[f"two-cell, limit {limit}, first-time"] = first_time(2, limit)
         cases["one-cell, limit 10, first-time"] = first_time(1, 10)
         cases["claim, two-cell"] = claim
-        print(f"{args.hosts} hosts; load average {os.getloadavg()[0]:.2f} at start")
-        print(f"{'case':<38}{'p50 wall ms':>13}{'p50 CPU ms':>12}{'load':>7}")
+        http = args.http is not None
+        where = "over HTTP (CPU: the service's, mean)" if http else "in process"
+        print(f"{args.hosts} hosts, {where}; load average {os.getloadavg()[0]:.2f} at start")
+        print(f"{'case':<38}{'p50 wall ms':>13}{'CPU ms':>12}{'load':>7}")
         for name, action in cases.items():
             action()
-            wall, cpu = timed(action, args.repeat)
+            wall, cpu = timed(action, args.repeat, http=http)
             print(f"{name:<38}{wall:>13.1f}{cpu:>12.1f}{os.getloadavg()[0]:>7.2f}", flush=True)
         if profiler is not None:  # a warm process, as the cases above ran
             profiler.active = True

@@ -20,6 +20,7 @@ max_unit``, ``amount % step_size == 0`` and ``used + amount <= capacity``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from itertools import islice
 from typing import Any, cast
 
 import numpy
@@ -220,6 +221,31 @@ class FleetSnapshot:
             units.update(cast(tuple[tuple[str, int, int], ...], kinds))
         found = tuple(sorted(units))
         self.derived["unit-kinds"] = (size, found)
+        return found
+
+    def overcommits(self, resource_class: str) -> bool:
+        """Whether some provider of this lineage (this snapshot or one it was patched from)
+        has had an inventory of ``resource_class`` with ``allocation_ratio`` above 1.0:
+        ``False`` means no provider of this snapshot has one. Read from the append-only table
+        of provider looks (every provider's inventories, as ``root_profiles`` keys them):
+        only the looks added since the last call are read (newest first, kept per class in
+        ``derived``), so a call costs O(looks added), and once ``True`` it stays so for the
+        lineage (a full build starts a new one)."""
+        looks = self._provider_profile_ids
+        key = ("overcommits", resource_class)
+        scanned, found = self.derived.get(key, (0, False))
+        if found or len(looks) == scanned:
+            return bool(found)
+        size = len(looks)
+        added = list(islice(reversed(looks), size - scanned))  # one C call: no insert between
+        if len(looks) != size:  # a loader added looks meanwhile: read them all
+            added, size = list(looks), len(looks)
+        found = any(
+            rc == resource_class and inventory.allocation_ratio > 1.0
+            for _traits, _aggregates, inventories in added
+            for rc, inventory in cast(tuple[tuple[str, InventoryUsage], ...], inventories)
+        )
+        self.derived[key] = (size, found)
         return found
 
     def room_column(self, resource_class: str) -> Any:

@@ -9,9 +9,11 @@
   KEP-2902 spread);
 * ``accept``: the constraints the query cannot carry, each a check on one candidate: guest
   cells on distinct host cells when the query does not enforce it (``anchors_distinct``),
-  Nova's memory rule for pinned and explicit-page-size guests (``numa.memory_rule``) and the
-  devices' NUMA affinity (``numa.device_affinity``). ``checks`` is empty when none applies
-  (then give the engine ``accept=None``: nothing to filter).
+  Nova's memory rule for pinned and explicit-page-size guests (``numa.memory_rule``; only
+  when some ``MEMORY_MB`` inventory of the fleet has a ratio above 1.0,
+  ``FleetSnapshot.overcommits``: else it can reject nothing) and the devices' NUMA affinity
+  (``numa.device_affinity``). ``checks`` is empty when none applies (then give the engine
+  ``accept=None``: nothing to filter).
 
 Every callback the engine makes for a NUMA search is defined here (the accept checks are
 closures of ``numa_hooks``; a lone check is handed over as it is, so a lone device-affinity
@@ -138,7 +140,9 @@ def numa_hooks(numa: NumaQuery, fleet: FleetSnapshot, ranker: NumaRanker) -> Num
         checks.append(lambda candidate: anchors_distinct(candidate, anchors))
     topology = numa.topology
     if topology is not None and topology.memory_not_overcommitted:
-        checks.append(memory_check(fleet))
+        # the rule only rejects memory taken at a ratio above 1.0: none in the fleet, no check
+        if fleet.overcommits("MEMORY_MB"):
+            checks.append(memory_check(fleet))
     devices = device_accept(numa, fleet, ranker.index) if numa.devices else None
     if devices is not None:
         checks.append(devices)
