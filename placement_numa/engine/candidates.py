@@ -255,7 +255,10 @@ def replayed_candidates(
     anchor: int, members: Sequence[int], layout: Layout, entries: Iterable[TemplateEntry]
 ) -> list[Candidate]:
     """One ``Candidate.replayed(anchor, members, entry, layout)`` per entry of ``entries``, in
-    order (made in one comprehension: a replayed root makes one per entry at once)."""
+    order (made in one comprehension: a replayed root makes one per entry at once; most
+    roots have one entry, made without the comprehension)."""
+    if isinstance(entries, (list, tuple)) and len(entries) == 1:
+        return [Candidate(anchor, None, None, layout, members, entries[0])]
     return [Candidate(anchor, None, None, layout, members, entry) for entry in entries]
 
 

@@ -145,12 +145,15 @@ class RootSearch:
         found = kept.get(root)
         if found is not None:
             return found if isinstance(found, list) else found.candidates()
-        known = self._class_answer(root, every)
+        known = None
+        classes, fleet = self.profile_classes, self.plan.fleet
+        if classes is not None and root not in fleet.shared_into:  # ``_class_answer``, inline
+            known = self.class_answers[0 if every else 1].get(classes.item(root))
         if known is None:
-            return None
-        listed = kept[root] = replayed_candidates(
-            root, self.plan.fleet.tree[root], self.layout, known
-        )
+            known = self._class_answer(root, every)
+            if known is None:
+                return None
+        listed = kept[root] = replayed_candidates(root, fleet.tree[root], self.layout, known)
         return listed
 
     def replayed_run(self, root: int, *, orderings: bool = True) -> ReplayedRun | None:
@@ -179,7 +182,7 @@ class RootSearch:
         classes, by_class = self.profile_classes, self.class_answers[0 if every else 1]
         number = -1  # the root's look-alike class, once roots are classed
         if classes is not None and root not in self.plan.fleet.shared_into:
-            number = int(classes[root])
+            number = classes.item(root)
         known = by_class.get(number)  # never -1
         if known is None:
             known = self._known(root, every)

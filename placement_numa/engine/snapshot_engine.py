@@ -171,6 +171,11 @@ class _Stream:
         self.accept = accept
         self.orderings = orderings
         self.searcher = RootSearch(plan)
+        # a ranked root may be answered by replay (``ranked_root``): no nested exclusion, one
+        # candidate per ordering class, no random order
+        self.replay_ranked = not (self.exclude_nested or orderings or engine.randomize)
+        self.rank: RankFn | None = None  # the ranked search's, set by ``run``
+        self.need: int | None = None
         self.seen: set[tuple[object, ...]] = set()
         # candidates still wanted by the caller (``None``: all), updated between batches
         self.wanted: int | None = None
@@ -211,10 +216,11 @@ class _Stream:
             for candidate in round_robin(self.per_root(root) for root in roots):
                 yield [candidate]
             return
+        self.rank, self.need = rank, need
         ranked = merge_ranked(
             self.searcher,
             roots,
-            lambda root: self.ranked_root(root, rank, need),
+            self.ranked_root,
             rank_bound if not self.engine.randomize else None,
             diversify=diversify,
             counter=self.counter,
@@ -296,15 +302,18 @@ class _Stream:
         """An unranked root's candidates (every ordering with ``orderings``)."""
         return self.unique(root, self.bases(root, self.orderings))
 
-    def ranked_root(self, root: int, rank: RankFn, need: int | None) -> RankedRoot:
-        """``(key, candidate)`` of one root in rank order (ties: search order); at most
-        ``need`` ranked classes kept (all when the root may share candidates). A root answered
-        by replay (``replayed_bases``) is ranked at once and given as a list (no generator:
-        a first-time query over 1,000 roots resumes none per root)."""
-        known = self.replayed_bases(root)
-        if known is not None:  # a look-alike tree's answer: ranked in one pass
-            return self.ranked_known(known, rank, need)
-        return self.searched_root(root, rank, need)
+    def ranked_root(self, root: int) -> RankedRoot:
+        """``(key, candidate)`` of one root in rank order (ties: search order) by ``self.rank``;
+        at most ``self.need`` ranked classes kept (all when the root may share candidates). A
+        root answered by replay (``RootSearch.replayed``) is ranked at once and given as a list
+        (no generator: a first-time query over 1,000 roots resumes none per root)."""
+        rank = self.rank
+        assert rank is not None  # set by ``run`` before the merge asks
+        if self.replay_ranked and root not in self.fleet.roots_with_sharing:
+            known = self.searcher.replayed(root, orderings=False)
+            if known is not None:  # a look-alike tree's answer: ranked in one pass
+                return self.ranked_known(self.counted(known), rank)
+        return self.searched_root(root, rank, self.need)
 
     def searched_root(
         self, root: int, rank: RankFn, need: int | None
@@ -328,34 +337,23 @@ class _Stream:
             for candidate in self.unique(root, self.every(base)):
                 yield key, candidate
 
-    def replayed_bases(self, root: int) -> list[Candidate] | None:
-        """``bases(root)`` at once when the root is answered by replay and nothing but
-        ``accept`` filters it (no nested exclusion, no sharing, no random order, one candidate
-        per ordering class): counted and filtered as ``bases`` does, else ``None``."""
-        if (
-            self.exclude_nested
-            or self.orderings
-            or self.engine.randomize
-            or root in self.fleet.roots_with_sharing
-        ):
-            return None
-        known = self.searcher.replayed(root, orderings=False)
-        if known is None:
-            return None
+    def counted(self, known: list[Candidate]) -> list[Candidate]:
+        """A replayed root's bases (``RootSearch.replayed``, one per ordering class) counted
+        and filtered as ``bases`` does: what the cap allows, then ``accept``."""
         counter = self.counter
         counter.roots += 1
-        taken = counter.take_many(len(known))
-        if taken < len(known):
+        size = len(known)
+        taken = counter.take_many(size)
+        if taken < size:
             known = known[:taken]
         accept = self.accept
         return known if accept is None else [c for c in known if accept(c)]
 
-    def ranked_known(
-        self, known: list[Candidate], rank: RankFn, need: int | None
-    ) -> list[tuple[Any, Candidate]]:
-        """``ranked_root`` of a root whose bases are ``known`` (``replayed_bases``): ``(key,
-        candidate)`` in rank order, ties in search order, at most ``need``, as a list."""
-        fleet = self.fleet
+    def ranked_known(self, known: list[Candidate], rank: RankFn) -> list[tuple[Any, Candidate]]:
+        """``ranked_root`` of a root whose bases are ``known`` (``counted``): ``(key,
+        candidate)`` by ``rank`` in rank order, ties in search order, at most ``self.need``, as
+        a list."""
+        fleet, need = self.fleet, self.need
         if not known or need == 0:
             return []
         if len(known) == 1:

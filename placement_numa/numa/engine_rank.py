@@ -12,7 +12,7 @@ offer (``rank_bound.relaxed_best_key``), memoised per look-alike tree, cell ids 
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from placement_numa.engine.candidates import Candidate, Layout
@@ -156,9 +156,10 @@ class NumaRanker:
             mine = self._by_candidate.get(id(candidate))
             if mine is not None and mine[0] is candidate and mine[1] is fleet:
                 return mine[2]
-            view = self.view(fleet)
+            found = self._view  # ``view(fleet)``, inline: one look-up per replayed candidate
+            view = found[1] if found is not None and found[0]() is fleet else self.view(fleet)
             shape = fleet.shape_profiles.get(anchor)
-            replayed = (id(entry), shape, int(view.bound_classes[anchor]))
+            replayed = (id(entry), shape, view.bound_classes.item(anchor))
             hit = self._by_entry.get(replayed)
             if hit is not None and hit[0] is entry:
                 self._by_candidate[id(candidate)] = (candidate, fleet, hit[1])
@@ -174,6 +175,20 @@ class NumaRanker:
             self._by_entry[replayed] = (entry, cached)
             self._by_candidate[id(candidate)] = (candidate, fleet, cached)
         return cached
+
+    def scores(self, candidates: Iterable[Candidate], fleet: FleetSnapshot) -> list[NumaScore]:
+        """``score`` of each of ``candidates`` on ``fleet``, in order: for a whole answer at
+        once, a replayed candidate the engine ranked read from the pair ``scored`` kept for it
+        (one look-up, no call), any other scored."""
+        kept, scored = self._by_candidate.get, self.scored
+        found: list[NumaScore] = []
+        for candidate in candidates:
+            mine = kept(id(candidate))
+            if mine is not None and mine[0] is candidate and mine[1] is fleet:
+                found.append(mine[2][1])
+            else:
+                found.append(scored(candidate, fleet)[1])
+        return found
 
     def devices(
         self, candidate: Candidate, fleet: FleetSnapshot

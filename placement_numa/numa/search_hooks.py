@@ -109,18 +109,20 @@ class NumaHooks:
         score, host name (the ranker's ``index``) and PCI devices, and ``explain`` (the query
         string they answer: ``NumaQuery.explain``)."""
         ranker = self.ranker
-        scored, names, uuids = ranker.scored, ranker.index.host_names.get, fleet.uuids
-        devices = ranker.devices if ranker.device_classes else None
+        listed = candidates if isinstance(candidates, list) else list(candidates)
+        names, uuids = ranker.index.host_names.get, fleet.uuids
+        scores = ranker.scores(listed, fleet)
+        if not ranker.device_classes:  # positional: a named tuple's keywords cost a lookup
+            return [
+                RankedCandidate(c, fleet, numa, explain, False, names(uuids[c.anchor]))
+                for c, numa in zip(listed, scores, strict=True)
+            ]
+        devices = ranker.devices
         return [
             RankedCandidate(
-                c,
-                fleet,
-                scored(c, fleet)[1],
-                explain,
-                host=names(uuids[c.anchor]),
-                devices=() if devices is None else devices(c, fleet),
+                c, fleet, numa, explain, False, names(uuids[c.anchor]), devices(c, fleet)
             )
-            for c in candidates
+            for c, numa in zip(listed, scores, strict=True)
         ]
 
     def accept(self, candidate: Candidate) -> bool:
