@@ -59,8 +59,8 @@ PIECE_REQUESTS = 64
 # trees' provider summaries joined into one piece of the body
 PIECE_TREES = 64
 # (``%`` format, getter of its holes' values, the entries it was compiled from, the serial of
-# the response that compiled it)
-_Run = tuple[bytes, Callable[[list[bytes]], tuple[bytes, ...]], Sequence[Any], int]
+# the response that compiled it, the format less its closing brace: ``_RequestWriter.run``)
+_Run = tuple[bytes, Callable[[list[bytes]], tuple[bytes, ...]], Sequence[Any], int, bytes]
 
 
 class FragmentCache:
@@ -279,8 +279,9 @@ _RANKED_SHAPE = ("bytes", True, True, True, True, None)
 
 class RankedFragments:
     """One snapshot's fragments in the 1.34+ shape for a renderer of other candidate lists
-    (``api/schemas/ranked_pieces.py``): ``request(candidate)``, one allocation request
-    (``{"allocations":{...},"mappings":{...}}``); ``tree_summaries(root)``, a tree's provider
+    (``api/schemas/ranked_pieces.py``): ``open_request(candidate)``, one allocation request
+    (``{"allocations":{...},"mappings":{...}`` less its closing brace); ``tree_summaries(roots)``,
+    trees' provider
     summaries. Kept in the process's ``FragmentCache`` beside GET's (the same shape)."""
 
     def __init__(self, fleet: FleetSnapshot, fragments: FragmentCache) -> None:
@@ -288,12 +289,14 @@ class RankedFragments:
         self.writer = _RequestWriter(fleet, [], cache, True)
         self.summaries = _Summaries(fleet, cache, (True, True, True, set()))
 
-    def request(self, candidate: Candidate) -> bytes:
-        """The candidate's allocation request (its template entry's run when replayed)."""
+    def open_request(self, candidate: Candidate) -> bytes:
+        """The candidate's allocation request (its template entry's run when replayed) less
+        its closing brace, for a writer that adds members to it (written so from the run's
+        format, not cut from the request: a copy less)."""
         if candidate.entry is None or candidate.members is None:
-            return self.writer.one(candidate)
+            return self.writer.one(candidate)[:-1]
         return self.writer.run(
-            candidate.anchor, candidate.members, candidate.layout, [candidate.entry]
+            candidate.anchor, candidate.members, candidate.layout, (candidate.entry,), False
         )
 
     def tree_summaries(self, roots: Iterable[int]) -> bytes:
@@ -385,11 +388,18 @@ class _RequestWriter:
         if any(gathered):  # not only the separator of a piece that never came
             yield b",".join(gathered)
 
-    def run(self, anchor: int, members: Any, layout: Layout, entries: Sequence[Any]) -> bytes:
+    def run(
+        self,
+        anchor: int,
+        members: Any,
+        layout: Layout,
+        entries: Sequence[Any],
+        closed: bool = True,
+    ) -> bytes:
         """The allocation requests of consecutive candidates of ``anchor``'s tree replayed
         from ``entries`` over ``members`` (with ``layout``), kept per tree when ``members`` is
         the anchor's whole tree and an earlier response compiled the run (a repeated
-        query)."""
+        query); not ``closed``: less the last request's closing brace."""
         key = tuple(map(id, entries))
         own_tree = members is self.trees.get(anchor)
         per_tree: dict[tuple[int, ...], tuple[bytes, Sequence[Any]]] | None = None
@@ -400,22 +410,23 @@ class _RequestWriter:
             if per_tree is not None:
                 found: tuple[bytes, Sequence[Any]] | None = per_tree.get(key)
                 if found is not None:
-                    return found[0]
+                    return found[0] if closed else found[0][:-1]
             quoted = cache.get(("root-q", anchor))  # ``quoted_members``' look-up, inline
         run = self.runs.get(key)
         if run is None:
             run = self.runs[key] = self.compile(entries, layout)
         if quoted is None:
             quoted = self.quoted_members(anchor, members, own_tree)
-        text = run[0] % run[1](quoted)
+        text = (run[0] if closed else run[4]) % run[1](quoted)
         if own_tree and run[3] != self.serial:
-            rendered, size = self.rendered, len(text)
+            whole = text if closed else text + b"}"  # kept whole, as a GET writes it
+            rendered, size = self.rendered, len(whole)
             if per_tree is None or rendered.bytes + size > rendered.bound:
                 per_tree = rendered.add(self.cache, anchor, size)
             else:  # the common case, inline: the tree holds runs and there is room
                 rendered.bytes += size
             if per_tree is not None:
-                per_tree[key] = (text, entries)
+                per_tree[key] = (whole, entries)
         return text
 
     def compile(self, entries: Sequence[Any], layout: Layout) -> _Run:
@@ -428,7 +439,8 @@ class _RequestWriter:
                 compiled = self.compiled[id(entry)] = self.by_content.of(entry, layout)
             formats.append(compiled[0])
             holes.extend(compiled[1])
-        return (b",".join(formats), _getter(holes), entries, self.serial)
+        joined = b",".join(formats)
+        return (joined, _getter(holes), entries, self.serial, joined[:-1])
 
     def quoted_members(self, anchor: int, members: Any, own_tree: bool) -> list[bytes]:
         """The JSON-quoted uuids of ``members`` (kept per tree for a whole tree)."""

@@ -32,10 +32,12 @@ def encode_ranked(found: list[RankedCandidate], fragments: FragmentCache | None 
     if any(r.fleet is not fleet for r in found):  # one snapshot per answer: never seen
         return orjson.dumps(render_ranked(found))
     writer = RankedFragments(fleet, fragments or FragmentCache())
-    request_of, tree, providers = writer.request, fleet.tree, fleet.providers
+    request_of, tree, providers = writer.open_request, fleet.tree, fleet.providers
+    # per (score, devices, fallback, explain): the "numa" block less its host, closing it and
+    # the request, and a comma; per host name: ',"numa":{"host":name'
     numa: dict[tuple[object, ...], bytes] = {}
     hosts: dict[str | None, bytes] = {}
-    # each request less its closing brace, its "numa" block and a comma: joined once at the end
+    # each request less its closing brace, its "numa" block: joined once at the end
     pieces: list[bytes] = [b'{"allocation_requests":[']
     add = pieces.append
     roots: dict[int, None] = {}  # trees to summarise, in order
@@ -53,16 +55,15 @@ def encode_ranked(found: list[RankedCandidate], fragments: FragmentCache | None 
         if block is None:
             rest = numa_block(ranked)
             del rest["host"]
-            block = numa[key] = b"," + orjson.dumps(rest)[1:] + b"}"
+            block = numa[key] = b"," + orjson.dumps(rest)[1:] + b"},"
         host = hosts.get(ranked.host)
         if host is None:
-            host = hosts[ranked.host] = orjson.dumps(ranked.host)
-        add(request_of(candidate)[:-1])
-        add(b',"numa":{"host":')
+            host = hosts[ranked.host] = b',"numa":{"host":' + orjson.dumps(ranked.host)
+        add(request_of(candidate))
         add(host)
         add(block)
-        add(b",")
-    pieces[-1] = b'],"provider_summaries":{'  # the last request's comma
+    pieces[-1] = pieces[-1][:-1]  # the last request's comma
+    add(b'],"provider_summaries":{')
     pieces.append(writer.tree_summaries(roots))
     pieces.append(b"}}")
     return b"".join(pieces)
