@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 
 from placement_numa.engine.fleet import FleetSnapshot
 from placement_numa.engine.fleet_patch import replace_trees
+from placement_numa.engine.providers import InventoryTuple, ProviderTuple
 from tests.candidate_fleets import RCS, forests
-from tests.test_fleet_patch_sharing import edits, root_of, rows, state_of, touched_roots
+from tests.test_fleet_patch_sharing import patched_by_edits, rows, state_of
 
 
 def exact(fleet: FleetSnapshot, resource_class: str) -> bool:
@@ -42,17 +43,7 @@ def test_overcommits_along_patches(data: st.DataObject) -> None:
     said = {rc: current.overcommits(rc) for rc in RCS}
     state = state_of(current)
     for revision in range(2, 2 + data.draw(st.integers(1, 4))):
-        new_state = data.draw(edits(state, current.max_id))
-        roots = touched_roots(state, new_state)
-        replaced = [pid for pid in new_state if root_of(new_state, pid) in roots]
-        patched = replace_trees(
-            current,
-            revision,
-            sorted(roots),
-            *rows(new_state, replaced),
-            owned=data.draw(st.booleans()),
-        )
-        assert patched is not None
+        patched, new_state = patched_by_edits(data, current, state, revision)
         fresh = FleetSnapshot.build(revision, *rows(new_state, list(new_state)))
         if data.draw(st.booleans()):
             for rc in RCS:
@@ -68,17 +59,16 @@ def test_a_ratio_above_one_patched_in_is_seen() -> None:
     """One host at ratio 1.0, then its memory inventory patched to ratio 1.5: ``False``, then
     ``True`` (the patch's new look is read), and still ``True`` after a patch back to 1.0."""
 
-    def host(ratio: float) -> tuple[list[tuple[object, ...]], ...]:
-        return (
-            [(1, "00000000-0000-4000-8000-000000000001", None, 1)],
-            [(1, "MEMORY_MB", 4096, 0, 1, 4096, 1, ratio)],
-            [(1, "MEMORY_MB", 1024)],
-        )
+    host: list[ProviderTuple] = [(1, "00000000-0000-4000-8000-000000000001", None, 1)]
+    used = [(1, "MEMORY_MB", 1024)]
 
-    fleet = FleetSnapshot.build(1, *host(1.0))
+    def memory(ratio: float) -> list[InventoryTuple]:
+        return [(1, "MEMORY_MB", 4096, 0, 1, 4096, 1, ratio)]
+
+    fleet = FleetSnapshot.build(1, host, memory(1.0), used)
     assert not fleet.overcommits("MEMORY_MB")
-    raised = replace_trees(fleet, 2, [1], *host(1.5), owned=True)
+    raised = replace_trees(fleet, 2, [1], host, memory(1.5), used, owned=True)
     assert raised is not None and raised.overcommits("MEMORY_MB")
-    lowered = replace_trees(raised, 3, [1], *host(1.0), owned=True)
+    lowered = replace_trees(raised, 3, [1], host, memory(1.0), used, owned=True)
     assert lowered is not None and lowered.overcommits("MEMORY_MB")
     assert not lowered.overcommits("VCPU")

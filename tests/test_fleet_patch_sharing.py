@@ -206,6 +206,25 @@ def touched_roots(old: State, new: State) -> set[int]:
     return roots
 
 
+def patched_by_edits(
+    data: st.DataObject, current: FleetSnapshot, state: State, revision: int
+) -> tuple[FleetSnapshot, State]:
+    """``current`` (whose live rows are ``state``) after 1-3 random writes (``edits``),
+    patched at ``revision`` with ``owned`` drawn: the patched snapshot and its rows."""
+    new_state = data.draw(edits(state, current.max_id))
+    roots = touched_roots(state, new_state)
+    replaced = [pid for pid in new_state if root_of(new_state, pid) in roots]
+    patched = replace_trees(
+        current,
+        revision,
+        sorted(roots),
+        *rows(new_state, replaced),
+        owned=data.draw(st.booleans()),
+    )
+    assert patched is not None
+    return patched, new_state
+
+
 def check_caches(
     cached: dict[object, dict[object, object]],
     patched: FleetSnapshot,

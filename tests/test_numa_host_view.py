@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 from placement_numa.domain.request_groups import CandidateQuery, RequestGroup
 from placement_numa.engine.answers import room_code_array, room_codes
 from placement_numa.engine.fleet import FleetSnapshot
-from placement_numa.engine.fleet_patch import replace_trees
 from placement_numa.engine.patch_log import record_patch
 from placement_numa.engine.plan import plan_query
 from placement_numa.engine.replay import RootSearch
@@ -29,7 +28,7 @@ from placement_numa.numa import host_view as host_view_module
 from placement_numa.numa.engine_rank import CellIndex
 from placement_numa.numa.host_view import host_view
 from tests.candidate_fleets import RCS, forests
-from tests.test_fleet_patch_sharing import edits, root_of, rows, state_of, touched_roots
+from tests.test_fleet_patch_sharing import patched_by_edits, rows, state_of
 
 CPU = ("VCPU",)
 QUERY = CandidateQuery(
@@ -134,17 +133,7 @@ def check_lineage(data: st.DataObject, current: FleetSnapshot, *, between: bool 
     state = state_of(current)
     last = 1 + data.draw(st.integers(1 if between else 2, 4))
     for revision in range(2, last + 1):
-        new_state = data.draw(edits(state, current.max_id))
-        roots = touched_roots(state, new_state)
-        replaced = [pid for pid in new_state if root_of(new_state, pid) in roots]
-        patched = replace_trees(
-            current,
-            revision,
-            sorted(roots),
-            *rows(new_state, replaced),
-            owned=data.draw(st.booleans()),
-        )
-        assert patched is not None
+        patched, new_state = patched_by_edits(data, current, state, revision)
         if not between or data.draw(st.booleans()) or revision == last:
             record_patch(patched)  # as the SQL fleet source does
         fresh = FleetSnapshot.build(revision, *rows(new_state, list(new_state)))
