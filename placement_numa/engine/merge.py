@@ -86,60 +86,100 @@ def merge_ranked(
     ``diversify``, rounds: each root's best candidate in rank order, then each root's second
     best, and so on. Stops searching new roots once the cap is spent. ``ranked_root(root)``
     gives a root's ``(key, candidate)`` in rank order, as a list when it has them at once
-    (its first goes on the heap and only the rest, if any, become a stream) or an iterator.
+    (its first goes on the heap, or out at once when its key meets the root's bound, and only
+    the rest, if any, become a stream) or an iterator (``_RankedHeap``).
     """
     first: list[tuple[int, int]] = []  # (order, root): searched before any bound applies
     pending = bounded_roots(searcher, roots, bound, first)  # (bound, order, root), sorted
-    heap: list[tuple[Any, int, int, Candidate]] = []  # (key, order, seq, candidate)
-    streams: dict[int, Iterator[tuple[Any, Candidate]]] = {}
-    later: list[int] = []  # diversify: roots whose next candidate waits for the next round
-    seq = 0
-
-    def push(order: int) -> None:
-        nonlocal seq
-        following = next(streams[order], None)
-        if following is None:
-            del streams[order]
-            return
-        seq += 1
-        heapq.heappush(heap, (following[0], order, seq, following[1]))
-
-    def pop() -> Candidate:
-        _, order, _, candidate = heapq.heappop(heap)
-        if order in streams:  # else the root has no candidate left
-            if diversify:
-                later.append(order)
-            else:
-                push(order)
-        return candidate
-
-    def start(order: int, root: int) -> None:
-        nonlocal seq
-        found = ranked_root(root)
-        if not isinstance(found, list):
-            streams[order] = found
-            push(order)
-        elif found:  # the common case: a replayed root's few candidates, one on the heap
-            seq += 1
-            heapq.heappush(heap, (found[0][0], order, seq, found[0][1]))
-            if len(found) > 1:
-                streams[order] = iter(found[1:])
-
+    merged = _RankedHeap(diversify)
+    heap, pop, start = merged.heap, merged.pop, merged.start
     for order, root in first:
         if counter.cap_hit:
             break
-        start(order, root)
+        start(order, ranked_root(root), _NO_BOUND)
     for key, order, root in pending:
         while heap and (heap[0][0], heap[0][1]) < (key, order):
             yield pop()
         if counter.cap_hit:
             break
-        start(order, root)
+        at_once = start(order, ranked_root(root), key)
+        if at_once is not None:
+            yield at_once
     while True:
         while heap:
             yield pop()
-        if not later:
+        if not merged.next_round():
             return
-        for order in sorted(later):
-            push(order)
-        later.clear()
+
+
+_NO_BOUND = object()  # ``_RankedHeap.start`` of a root searched before any bound applies
+
+
+class _RankedHeap:
+    """The heap of ``merge_ranked``: ``(key, order, seq, candidate)`` of each started root's
+    next candidate, the rest of each root's candidates as a stream, and (``diversify``) the
+    roots whose next candidate waits for the next round."""
+
+    __slots__ = ("heap", "streams", "later", "seq", "diversify")
+
+    def __init__(self, diversify: bool) -> None:
+        self.heap: list[tuple[Any, int, int, Candidate]] = []
+        self.streams: dict[int, Iterator[tuple[Any, Candidate]]] = {}
+        self.later: list[int] = []
+        self.seq = 0
+        self.diversify = diversify
+
+    def push(self, order: int) -> None:
+        """The root's next candidate onto the heap (none left: its stream is dropped)."""
+        following = next(self.streams[order], None)
+        if following is None:
+            del self.streams[order]
+            return
+        self.seq += 1
+        heapq.heappush(self.heap, (following[0], order, self.seq, following[1]))
+
+    def pop(self) -> Candidate:
+        """The heap's first candidate, its root's next pushed (or kept for the next round)."""
+        _, order, _, candidate = heapq.heappop(self.heap)
+        if order in self.streams:  # else the root has no candidate left
+            self.followed(order)
+        return candidate
+
+    def followed(self, order: int) -> None:
+        """A root whose candidate went out: its next onto the heap, or the next round's."""
+        if self.diversify:
+            self.later.append(order)
+        else:
+            self.push(order)
+
+    def start(self, order: int, found: RankedRoot, bound: object) -> Candidate | None:
+        """A root's ``(key, candidate)`` in rank order onto the heap. When ``found`` is a list
+        whose first key meets the root's ``bound``, that first candidate is returned instead:
+        it precedes every candidate on the heap (each after ``(key, order)`` once the merge
+        popped the smaller ones) and every root not started, so it goes out at once, as
+        ``pop`` would give it."""
+        if not isinstance(found, list):
+            self.streams[order] = found
+            self.push(order)
+            return None
+        if not found:
+            return None
+        if len(found) > 1:
+            self.streams[order] = iter(found[1:])
+        if found[0][0] == bound:
+            if len(found) > 1:
+                self.followed(order)
+            return found[0][1]
+        self.seq += 1  # the common case: a replayed root's few candidates, one on the heap
+        heapq.heappush(self.heap, (found[0][0], order, self.seq, found[0][1]))
+        return None
+
+    def next_round(self) -> bool:
+        """``diversify``: every waiting root's next candidate onto the heap; whether any
+        waited."""
+        if not self.later:
+            return False
+        for order in sorted(self.later):
+            self.push(order)
+        self.later.clear()
+        return True
