@@ -145,15 +145,12 @@ class RootSearch:
         found = kept.get(root)
         if found is not None:
             return found if isinstance(found, list) else found.candidates()
-        known = None
-        classes, fleet = self.profile_classes, self.plan.fleet
-        if classes is not None and root not in fleet.shared_into:  # ``_class_answer``, inline
-            known = self.class_answers[0 if every else 1].get(classes.item(root))
+        known = self._class_answer(root, every)
         if known is None:
-            known = self._class_answer(root, every)
-            if known is None:
-                return None
-        listed = kept[root] = replayed_candidates(root, fleet.tree[root], self.layout, known)
+            return None
+        listed = kept[root] = replayed_candidates(
+            root, self.plan.fleet.tree[root], self.layout, known
+        )
         return listed
 
     def replayed_run(self, root: int, *, orderings: bool = True) -> ReplayedRun | None:

@@ -156,8 +156,7 @@ class NumaRanker:
             mine = self._by_candidate.get(id(candidate))
             if mine is not None and mine[0] is candidate and mine[1] is fleet:
                 return mine[2]
-            found = self._view  # ``view(fleet)``, inline: one look-up per replayed candidate
-            view = found[1] if found is not None and found[0]() is fleet else self.view(fleet)
+            view = self.view(fleet)
             shape = fleet.shape_profiles.get(anchor)
             replayed = (id(entry), shape, view.bound_classes.item(anchor))
             hit = self._by_entry.get(replayed)
